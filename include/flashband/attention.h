@@ -1,0 +1,125 @@
+// flashband's entry points. Every one validates its input before launching anything and
+// throws flashband::Error; on error no output is written. See docs/semantics.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flashband/error.h"
+#include "flashband/options.h"
+#include "flashband/tensor.h"
+
+namespace flashband {
+
+// What a run did: the backend that ran and the kernel variant it used.
+struct RunInfo {
+  Backend backend = Backend::kAuto;
+  std::string variant;
+  int num_kv_splits = 1;
+};
+
+// Caller-owned scratch memory on the device the problem runs on (host memory for cpu).
+// plan() stores its device-side arrays here, split-KV stores partial results; run() never
+// allocates. Size it with the *_workspace_bytes functions.
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Upper bound of workspace any batch plan needs for these maxima (split-KV included).
+std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads,
+                                  int head_dim, Device device);
+
+// q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
+// lse [qo_len, Hq] float32 when opts.return_lse, else nullptr.
+RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
+                       const TensorView& out, const TensorView* lse, const Options& opts,
+                       const Workspace& workspace = {});
+
+namespace detail {
+struct Plan;  // plain data, src/plan/plan.h
+}
+
+// The description plan() needs besides the index arrays.
+struct BatchShape {
+  int num_qo_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  DType dtype = DType::kBF16;
+  Device device = Device::kCPU;
+  int device_id = 0;
+};
+
+// Batch prefill over a ragged (CSR) KV: q [nnz_qo, Hq, D]; k, v [nnz_kv, Hk, D] (NHD) or
+// [Hk, nnz_kv, D] (HND).
+class BatchPrefillRagged {
+ public:
+  BatchPrefillRagged();
+  ~BatchPrefillRagged();
+  // Host indptr arrays of batch_size + 1 entries. Does all host work and, for GPU backends,
+  // copies the plan into the workspace on opts.stream.
+  void plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
+            const BatchShape& shape, const Options& opts, const Workspace& workspace);
+  // No allocation, no host synchronisation.
+  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
+              const TensorView& out, const TensorView* lse) const;
+
+ private:
+  std::shared_ptr<const detail::Plan> plan_;
+};
+
+// A paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk,
+// page_size, D] (HND). A stacked cache [num_pages, 2, ...] is two views of one tensor.
+struct PagedKVCache {
+  TensorView k;
+  TensorView v;
+  static PagedKVCache from_stacked(const TensorView& kv);
+};
+
+// Host arrays describing the pages of each request (SPEC.md "Problems").
+struct PagedIndex {
+  const int32_t* indptr = nullptr;         // [batch + 1]
+  const int32_t* indices = nullptr;        // [indptr[batch]]
+  const int32_t* last_page_len = nullptr;  // [batch]
+  int page_size = 0;
+  int num_pages = 0;  // pages in the cache; indices are checked against it
+};
+
+class BatchPrefillPaged {
+ public:
+  BatchPrefillPaged();
+  ~BatchPrefillPaged();
+  void plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
+            const BatchShape& shape, const Options& opts, const Workspace& workspace);
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse) const;
+
+ private:
+  std::shared_ptr<const detail::Plan> plan_;
+};
+
+// One query per request: q and out [batch, Hq, D].
+class BatchDecodePaged {
+ public:
+  BatchDecodePaged();
+  ~BatchDecodePaged();
+  void plan(const PagedIndex& pages, int batch_size, const BatchShape& shape,
+            const Options& opts, const Workspace& workspace);
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse) const;
+
+ private:
+  std::shared_ptr<const detail::Plan> plan_;
+};
+
+// Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).
+void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b,
+                 const TensorView& s_b, const TensorView& v_out, const TensorView& s_out,
+                 void* stream = nullptr);
+// Merges num_states partial results: v [n, num_states, H, D], s [n, num_states, H].
+void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out,
+                  const TensorView& s_out, void* stream = nullptr);
+
+}  // namespace flashband

@@ -1,0 +1,46 @@
+// Support queries, answered by the same capability table and selection function that every
+// run uses (src/dispatch/), so "supported?" and "what runs" cannot disagree.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "flashband/options.h"
+#include "flashband/tensor.h"
+
+namespace flashband {
+
+enum class Op { kSinglePrefill, kRaggedPrefill, kPagedPrefill, kPagedDecode };
+const char* op_name(Op op);
+
+// Everything about a problem that decides which backend and kernel can run it.
+struct ProblemDesc {
+  Op op = Op::kSinglePrefill;
+  DType dtype = DType::kBF16;
+  Device device = Device::kCPU;
+  int device_id = 0;
+  int head_dim = 128;
+  int num_qo_heads = 1;
+  int num_kv_heads = 1;
+  bool causal = false;
+  int window_left = -1;  // already normalised against the longest kv_len
+  bool soft_cap = false;
+  bool return_lse = false;
+  KVLayout kv_layout = KVLayout::kNHD;
+  int page_size = 0;  // paged ops only
+  // Some query row sees no key: causal with qo_len > kv_len, or a request with kv_len 0.
+  bool has_empty_rows = false;
+};
+
+struct SupportAnswer {
+  bool supported = false;
+  std::string reason;  // why not, naming the parameter (empty when supported)
+};
+
+// Whether `backend` can run `problem` on this machine (compute capability and build included).
+SupportAnswer supports(const ProblemDesc& problem, Backend backend);
+// The backend `auto` would pick, or an Error explaining why none can.
+Backend select_backend(const ProblemDesc& problem);
+// The support matrix, as markdown (for the README) or plain text.
+std::string support_matrix_markdown();
+
+}  // namespace flashband

@@ -1,0 +1,27 @@
+// Options shared by every entry point; names follow FlashInfer so switching is a rename.
+#pragma once
+#include <optional>
+
+namespace flashband {
+
+enum class KVLayout { kNHD, kHND };
+enum class Backend { kAuto, kCPU, kSM80, kSM90, kCUDNN };
+
+const char* kv_layout_name(KVLayout layout);
+const char* backend_name(Backend backend);
+// Parses "auto", "cpu", "sm80", "sm90", "cudnn"; throws flashband::Error otherwise.
+Backend parse_backend(const char* name);
+
+struct Options {
+  bool causal = false;
+  int window_left = -1;                 // -1: no window; w >= 0: keys p(i)-w .. (see SPEC.md)
+  float logits_soft_cap = 0.0f;         // 0: off; cap > 0: cap * tanh(s / cap)
+  std::optional<float> sm_scale;        // default 1/sqrt(head_dim)
+  bool return_lse = false;              // when true, an lse output must be given
+  KVLayout kv_layout = KVLayout::kNHD;
+  Backend backend = Backend::kAuto;
+  void* stream = nullptr;               // cudaStream_t for GPU backends; ignored by nothing:
+                                        // a non-null stream on the cpu backend is an error
+};
+
+}  // namespace flashband

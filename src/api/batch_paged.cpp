@@ -1,0 +1,86 @@
+// Paged batch prefill and paged decode: the same plan and binding; decode has one query per
+// request and a decode-shaped kernel (the selection's KernelShape).
+#include "api/bind.h"
+#include "plan/make_plan.h"
+
+namespace flashband {
+
+PagedKVCache PagedKVCache::from_stacked(const TensorView& kv) {
+  if (kv.ndim != 5 || kv.shape[1] != 2)
+    throw Error(ErrorCode::kInvalidArgument, "paged_kv_cache: stacked cache must be [num_pages, 2, ...] with 5 "
+                                             "dimensions, got " + kv.shape_string());
+  PagedKVCache c;
+  for (int which = 0; which < 2; ++which) {
+    TensorView t;
+    t.dtype = kv.dtype;
+    t.device = kv.device;
+    t.device_id = kv.device_id;
+    t.ndim = 4;
+    t.data = static_cast<char*>(kv.data) + which * kv.strides[1] * static_cast<int64_t>(dtype_size(kv.dtype));
+    t.shape[0] = kv.shape[0];
+    t.strides[0] = kv.strides[0];
+    for (int d = 1; d < 4; ++d) {
+      t.shape[d] = kv.shape[d + 1];
+      t.strides[d] = kv.strides[d + 1];
+    }
+    (which == 0 ? c.k : c.v) = t;
+  }
+  return c;
+}
+
+namespace {
+
+RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, const TensorView& q, const PagedKVCache& kv,
+                  const TensorView& out, const TensorView* lse) {
+  if (!plan) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
+  core::AttentionParams a = plan->params;
+  bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
+  bind::kv_paged(a, *plan, kv);
+  return detail::launch(*plan, a);
+}
+
+}  // namespace
+
+BatchPrefillPaged::BatchPrefillPaged() = default;
+BatchPrefillPaged::~BatchPrefillPaged() = default;
+
+void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
+                             const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+  detail::PlanRequest r;
+  r.op = Op::kPagedPrefill;
+  r.batch = batch_size;
+  r.qo_indptr = qo_indptr;
+  r.pages = &pages;
+  r.shape = shape;
+  r.opts = opts;
+  plan_ = detail::make_plan(r, workspace);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse) const {
+  return run_paged(plan_, q, kv, out, lse);
+}
+
+BatchDecodePaged::BatchDecodePaged() = default;
+BatchDecodePaged::~BatchDecodePaged() = default;
+
+void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
+                            const Workspace& workspace) {
+  detail::PlanRequest r;
+  r.op = Op::kPagedDecode;
+  r.batch = batch_size;
+  r.pages = &pages;
+  r.shape = shape;
+  r.opts = opts;
+  plan_ = detail::make_plan(r, workspace);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse) const {
+  if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
+    throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
+                                                 ", num_qo_heads, head_dim], got " + q.shape_string());
+  return run_paged(plan_, q, kv, out, lse);
+}
+
+}  // namespace flashband

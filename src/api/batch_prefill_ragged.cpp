@@ -1,0 +1,30 @@
+#include "api/bind.h"
+#include "plan/make_plan.h"
+
+namespace flashband {
+
+BatchPrefillRagged::BatchPrefillRagged() = default;
+BatchPrefillRagged::~BatchPrefillRagged() = default;
+
+void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
+                              const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+  detail::PlanRequest r;
+  r.op = Op::kRaggedPrefill;
+  r.batch = batch_size;
+  r.qo_indptr = qo_indptr;
+  r.kv_indptr = kv_indptr;
+  r.shape = shape;
+  r.opts = opts;
+  plan_ = detail::make_plan(r, workspace);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse) const {
+  if (!plan_) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
+  core::AttentionParams a = plan_->params;
+  bind::q_out(a, *plan_, q, out, lse, k, v);
+  bind::kv_contiguous(a, *plan_, k, v);
+  return detail::launch(*plan_, a);
+}
+
+}  // namespace flashband

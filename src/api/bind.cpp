@@ -1,0 +1,118 @@
+#include "api/bind.h"
+
+#include <string>
+
+#include "api/validate.h"
+
+namespace flashband::bind {
+
+namespace {
+
+using validate::Arg;
+
+void common(const Arg& a, const detail::Plan& plan) {
+  validate::placement(a, plan.shape.device, plan.shape.device_id);
+  validate::last_dim_contiguous(a);
+}
+
+}  // namespace
+
+void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView& q, const TensorView& out,
+           const TensorView* lse, const TensorView& k, const TensorView& v) {
+  const auto& s = plan.shape;
+  const Arg aq{"q", q}, ao{"out", out};
+  validate::dims(aq, 3, "[tokens, num_qo_heads, head_dim]");
+  validate::float_dtype(aq);
+  validate::dtype(aq, s.dtype, "the dtype given to plan()");
+  validate::dim_equals(aq, 1, s.num_qo_heads, "num_qo_heads");
+  validate::dim_equals(aq, 2, s.head_dim, "head_dim");
+  const int64_t tokens = plan.qo_indptr[plan.batch];
+  if (q.shape[0] < tokens)
+    throw Error(ErrorCode::kInvalidArgument, "qo_indptr: ends at " + std::to_string(tokens) +
+                                                 ", past q's " + std::to_string(q.shape[0]) + " tokens");
+  common(aq, plan);
+  validate::dims(ao, 3, "[tokens, num_qo_heads, head_dim] like q");
+  validate::dtype(ao, q.dtype, "must match q");
+  for (int d = 0; d < 3; ++d) validate::dim_equals(ao, d, q.shape[d], "must match q");
+  common(ao, plan);
+  validate::no_alias(ao, {aq, Arg{"k", k}, Arg{"v", v}});
+
+  if (plan.opts.return_lse && !lse)
+    throw Error(ErrorCode::kInvalidArgument, "lse: return_lse is true but no lse output was given");
+  if (!plan.opts.return_lse && lse)
+    throw Error(ErrorCode::kInvalidArgument, "lse: an lse output was given but return_lse is false");
+  if (lse) {
+    const Arg al{"lse", *lse};
+    validate::dims(al, 2, "[tokens, num_qo_heads]");
+    validate::dtype(al, DType::kF32, "LSE is float32");
+    validate::dim_equals(al, 0, q.shape[0], "tokens of q");
+    validate::dim_equals(al, 1, s.num_qo_heads, "num_qo_heads");
+    validate::placement(al, plan.shape.device, plan.shape.device_id);
+    validate::no_alias(al, {aq, ao, Arg{"k", k}, Arg{"v", v}});
+    a.lse = static_cast<float*>(lse->data);
+    a.lse_stride_n = lse->strides[0];
+    a.lse_stride_h = lse->strides[1];
+  } else {
+    a.lse = nullptr;
+  }
+  a.q = q.data;
+  a.q_stride_n = q.strides[0];
+  a.q_stride_h = q.strides[1];
+  a.o = out.data;
+  a.o_stride_n = out.strides[0];
+  a.o_stride_h = out.strides[1];
+}
+
+void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const TensorView& k, const TensorView& v) {
+  const auto& s = plan.shape;
+  const bool nhd = plan.opts.kv_layout == KVLayout::kNHD;
+  const int tok = nhd ? 0 : 1, head = nhd ? 1 : 0;
+  const char* layout = nhd ? "[tokens, num_kv_heads, head_dim] (NHD)" : "[num_kv_heads, tokens, head_dim] (HND)";
+  for (const Arg& t : {Arg{"k", k}, Arg{"v", v}}) {
+    validate::dims(t, 3, layout);
+    validate::dtype(t, s.dtype, "must match q");
+    validate::dim_equals(t, head, s.num_kv_heads, "num_kv_heads");
+    validate::dim_equals(t, 2, s.head_dim, "head_dim");
+    if (t.t.shape[tok] < plan.kv_indptr[plan.batch])
+      throw Error(ErrorCode::kInvalidArgument, "kv_indptr: ends at " + std::to_string(plan.kv_indptr[plan.batch]) +
+                                                   ", past " + t.name + "'s " + std::to_string(t.t.shape[tok]) + " tokens");
+    common(t, plan);
+  }
+  a.k = k.data;
+  a.v = v.data;
+  a.k_stride_page = a.v_stride_page = 0;
+  a.k_stride_n = k.strides[tok];
+  a.k_stride_h = k.strides[head];
+  a.v_stride_n = v.strides[tok];
+  a.v_stride_h = v.strides[head];
+}
+
+void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVCache& kv) {
+  const auto& s = plan.shape;
+  const bool nhd = plan.opts.kv_layout == KVLayout::kNHD;
+  const int slot = nhd ? 1 : 2, head = nhd ? 2 : 1;
+  const char* layout = nhd ? "[num_pages, page_size, num_kv_heads, head_dim] (NHD)"
+                           : "[num_pages, num_kv_heads, page_size, head_dim] (HND)";
+  for (const Arg& t : {Arg{"paged_k_cache", kv.k}, Arg{"paged_v_cache", kv.v}}) {
+    validate::dims(t, 4, layout);
+    validate::dtype(t, s.dtype, "must match q");
+    validate::dim_equals(t, head, s.num_kv_heads, "num_kv_heads");
+    validate::dim_equals(t, 3, s.head_dim, "head_dim");
+    validate::dim_equals(t, slot, plan.page_size, "page_size given to plan()");
+    if (t.t.shape[0] <= plan.max_page_index)
+      throw Error(ErrorCode::kInvalidArgument, std::string(t.name) + ": has " + std::to_string(t.t.shape[0]) +
+                                                   " pages but paged_kv_indices uses page " +
+                                                   std::to_string(plan.max_page_index));
+    common(t, plan);
+  }
+  a.k = kv.k.data;
+  a.v = kv.v.data;
+  a.k_stride_page = kv.k.strides[0];
+  a.k_stride_n = kv.k.strides[slot];
+  a.k_stride_h = kv.k.strides[head];
+  a.v_stride_page = kv.v.strides[0];
+  a.v_stride_n = kv.v.strides[slot];
+  a.v_stride_h = kv.v.strides[head];
+}
+
+}  // namespace flashband::bind

@@ -1,0 +1,19 @@
+// Validates run()-time tensors against a plan and writes their pointers and strides into
+// the launch parameters. Everything here runs before launch, so an error leaves every
+// output untouched.
+#pragma once
+#include "core/params.h"
+#include "flashband/attention.h"
+#include "plan/plan.h"
+
+namespace flashband::bind {
+
+// q, out [tokens >= qo_indptr[batch], Hq, D]; lse [tokens, Hq] float32 iff return_lse.
+void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView& q, const TensorView& out,
+           const TensorView* lse, const TensorView& k, const TensorView& v);
+// k, v [tokens >= kv_indptr[batch], Hk, D] (NHD) or [Hk, tokens, D] (HND).
+void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const TensorView& k, const TensorView& v);
+// k, v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk, page_size, D] (HND).
+void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVCache& kv);
+
+}  // namespace flashband::bind

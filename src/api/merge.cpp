@@ -1,0 +1,83 @@
+// merge_state / merge_states: validate, then run the one merge routine of the tensors' device.
+#include <string>
+
+#include "api/validate.h"
+#include "backends/cpu/cpu_backend.h"
+#include "flashband/config.h"
+#if FLASHBAND_WITH_SM80
+#include "backends/cuda/merge.h"
+#endif
+
+namespace flashband {
+
+namespace {
+
+using validate::Arg;
+
+void check_value(const Arg& v, const Arg& s, int ndim_v, const char* v_layout, const char* s_layout) {
+  validate::dims(v, ndim_v, v_layout);
+  validate::float_dtype(v);
+  validate::last_dim_contiguous(v);
+  validate::dims(s, ndim_v - 1, s_layout);
+  validate::dtype(s, DType::kF32, "LSE is float32");
+  for (int d = 0; d < ndim_v - 1; ++d) validate::dim_equals(s, d, v.t.shape[d], "must match the value tensor");
+}
+
+void check_placement(std::initializer_list<Arg> args, const TensorView& first) {
+  for (const Arg& a : args) validate::placement(a, first.device, first.device_id);
+}
+
+}  // namespace
+
+void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
+                 const TensorView& v_out, const TensorView& s_out, void* stream) {
+  const Arg va{"v_a", v_a}, sa{"s_a", s_a}, vb{"v_b", v_b}, sb{"s_b", s_b}, vo{"v_out", v_out}, so{"s_out", s_out};
+  check_value(va, sa, 3, "[tokens, num_heads, head_dim]", "[tokens, num_heads]");
+  check_value(vb, sb, 3, "[tokens, num_heads, head_dim]", "[tokens, num_heads]");
+  check_value(vo, so, 3, "[tokens, num_heads, head_dim]", "[tokens, num_heads]");
+  for (int d = 0; d < 3; ++d) {
+    validate::dim_equals(vb, d, v_a.shape[d], "must match v_a");
+    validate::dim_equals(vo, d, v_a.shape[d], "must match v_a");
+  }
+  validate::dtype(vb, v_a.dtype, "must match v_a");
+  validate::dtype(vo, v_a.dtype, "must match v_a");
+  check_placement({va, sa, vb, sb, vo, so}, v_a);
+  validate::no_alias(vo, {va, sa, vb, sb});
+  validate::no_alias(so, {va, sa, vb, sb, vo});
+  validate::stream_for_device(stream, v_a.device);
+  if (v_a.device == Device::kCPU) {
+    cpu::cpu_merge_state(v_a, s_a, v_b, s_b, v_out, s_out);
+    return;
+  }
+#if FLASHBAND_WITH_SM80
+  cuda::merge_state(v_a, s_a, v_b, s_b, v_out, s_out, stream);
+#else
+  throw Error(ErrorCode::kNotBuilt, "merge_state: CUDA tensors given but this build has no GPU backends");
+#endif
+}
+
+void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out, const TensorView& s_out,
+                  void* stream) {
+  const Arg av{"v", v}, as{"s", s}, vo{"v_out", v_out}, so{"s_out", s_out};
+  check_value(av, as, 4, "[tokens, num_states, num_heads, head_dim]", "[tokens, num_states, num_heads]");
+  check_value(vo, so, 3, "[tokens, num_heads, head_dim]", "[tokens, num_heads]");
+  validate::dim_equals(vo, 0, v.shape[0], "tokens of v");
+  validate::dim_equals(vo, 1, v.shape[2], "num_heads of v");
+  validate::dim_equals(vo, 2, v.shape[3], "head_dim of v");
+  validate::dtype(vo, v.dtype, "must match v");
+  check_placement({av, as, vo, so}, v);
+  validate::no_alias(vo, {av, as});
+  validate::no_alias(so, {av, as, vo});
+  validate::stream_for_device(stream, v.device);
+  if (v.device == Device::kCPU) {
+    cpu::cpu_merge_states(v, s, v_out, s_out);
+    return;
+  }
+#if FLASHBAND_WITH_SM80
+  cuda::merge_states(v, s, v_out, s_out, stream);
+#else
+  throw Error(ErrorCode::kNotBuilt, "merge_states: CUDA tensors given but this build has no GPU backends");
+#endif
+}
+
+}  // namespace flashband

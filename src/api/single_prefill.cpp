@@ -1,0 +1,37 @@
+// single_prefill: a batch of one request, planned and run in one call.
+#include "api/bind.h"
+#include "api/validate.h"
+#include "plan/make_plan.h"
+
+namespace flashband {
+
+RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                       const TensorView* lse, const Options& opts, const Workspace& workspace) {
+  validate::dims({"q", q}, 3, "[qo_len, num_qo_heads, head_dim]");
+  const bool nhd = opts.kv_layout == KVLayout::kNHD;
+  const char* layout = nhd ? "[kv_len, num_kv_heads, head_dim] (NHD)" : "[num_kv_heads, kv_len, head_dim] (HND)";
+  validate::dims({"k", k}, 3, layout);
+  validate::dims({"v", v}, 3, layout);
+  validate::dim_equals({"v", v}, nhd ? 0 : 1, k.shape[nhd ? 0 : 1], "kv_len of k");
+  validate::float_dtype({"q", q});
+
+  const int32_t qo_indptr[2] = {0, static_cast<int32_t>(q.shape[0])};
+  const int32_t kv_indptr[2] = {0, static_cast<int32_t>(k.shape[nhd ? 0 : 1])};
+  detail::PlanRequest r;
+  r.op = Op::kSinglePrefill;
+  r.batch = 1;
+  r.qo_indptr = qo_indptr;
+  r.kv_indptr = kv_indptr;
+  r.shape = {static_cast<int>(q.shape[1]), static_cast<int>(k.shape[nhd ? 1 : 0]), static_cast<int>(q.shape[2]),
+             q.dtype, q.device, q.device_id};
+  r.opts = opts;
+
+  // Validate the tensors against a plan before the backend plans anything on the device.
+  auto plan = detail::make_plan(r, workspace);
+  core::AttentionParams a = plan->params;
+  bind::q_out(a, *plan, q, out, lse, k, v);
+  bind::kv_contiguous(a, *plan, k, v);
+  return detail::launch(*plan, a);
+}
+
+}  // namespace flashband

@@ -1,0 +1,129 @@
+#include "api/validate.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace flashband::validate {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Byte extent [lo, hi) a strided view can touch.
+void extent(const TensorView& t, uintptr_t& lo, uintptr_t& hi) {
+  const auto base = reinterpret_cast<uintptr_t>(t.data);
+  int64_t min_off = 0, max_off = 0;
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] == 0) {
+      lo = hi = base;
+      return;
+    }
+    const int64_t span = (t.shape[i] - 1) * t.strides[i];
+    (span < 0 ? min_off : max_off) += span;
+  }
+  const int64_t es = static_cast<int64_t>(dtype_size(t.dtype));
+  lo = base + min_off * es;
+  hi = base + (max_off + 1) * es;
+}
+
+}  // namespace
+
+void options(const Options& o) {
+  if (o.window_left < -1)
+    fail("window_left: got " + str(o.window_left) + ", allowed: -1 (no window) or >= 0");
+  if (std::isnan(o.logits_soft_cap) || o.logits_soft_cap < 0.0f)
+    fail("logits_soft_cap: got " + std::to_string(o.logits_soft_cap) + ", allowed: 0 (off) or a finite value > 0");
+  if (std::isinf(o.logits_soft_cap))
+    fail("logits_soft_cap: got inf, allowed: 0 (off) or a finite value > 0");
+  if (o.sm_scale && !(std::isfinite(*o.sm_scale) && *o.sm_scale > 0.0f))
+    fail("sm_scale: got " + std::to_string(*o.sm_scale) + ", allowed: a finite value > 0");
+}
+
+void heads(int hq, int hk, int d) {
+  if (hq <= 0) fail("num_qo_heads: got " + str(hq) + ", allowed: > 0");
+  if (hk <= 0) fail("num_kv_heads: got " + str(hk) + ", allowed: > 0");
+  if (hq % hk != 0)
+    fail("num_qo_heads: got " + str(hq) + ", must be a multiple of num_kv_heads " + str(hk) + " (GQA/MQA)");
+  if (d <= 0) fail("head_dim: got " + str(d) + ", allowed: > 0");
+}
+
+void dims(const Arg& a, int ndim, const char* layout) {
+  if (a.t.ndim != ndim)
+    fail(std::string(a.name) + ": got " + str(a.t.ndim) + " dimensions " + a.t.shape_string() + ", expected " +
+         str(ndim) + " " + layout);
+}
+
+void dim_equals(const Arg& a, int dim, int64_t want, const char* what) {
+  if (a.t.shape[dim] != want)
+    fail(std::string(a.name) + ": dimension " + str(dim) + " of shape " + a.t.shape_string() + " is " +
+         str(a.t.shape[dim]) + ", expected " + str(want) + " (" + what + ")");
+}
+
+void dtype(const Arg& a, DType want, const char* why) {
+  if (a.t.dtype != want)
+    fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", expected " + dtype_name(want) + " (" + why + ")");
+}
+
+void float_dtype(const Arg& a) {
+  if (a.t.dtype != DType::kF16 && a.t.dtype != DType::kBF16 && a.t.dtype != DType::kF32)
+    fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", allowed: float16, bfloat16, float32");
+}
+
+void last_dim_contiguous(const Arg& a) {
+  if (a.t.ndim > 0 && a.t.shape[a.t.ndim - 1] > 1 && a.t.strides[a.t.ndim - 1] != 1)
+    fail(std::string(a.name) + ": last dimension has stride " + str(a.t.strides[a.t.ndim - 1]) +
+         ", it must be contiguous (stride 1)");
+}
+
+void placement(const Arg& a, Device device, int device_id) {
+  if (a.t.device != device)
+    fail(std::string(a.name) + ": is in " + (a.t.device == Device::kCPU ? "host" : "CUDA") + " memory but q is in " +
+         (device == Device::kCPU ? "host" : "CUDA") + " memory; all tensors must be on one device");
+  if (device == Device::kCUDA && a.t.device_id != device_id)
+    fail(std::string(a.name) + ": is on cuda:" + str(a.t.device_id) + " but q is on cuda:" + str(device_id));
+  if (a.t.numel() > 0 && a.t.data == nullptr) fail(std::string(a.name) + ": data pointer is null");
+  if (device != Device::kCUDA) return;
+  if (reinterpret_cast<uintptr_t>(a.t.data) % 16 != 0)
+    fail(std::string(a.name) + ": GPU pointer " + std::to_string(reinterpret_cast<uintptr_t>(a.t.data)) +
+         " is not 16-byte aligned");
+  const int64_t per16 = 16 / static_cast<int64_t>(dtype_size(a.t.dtype));
+  for (int i = 0; i + 1 < a.t.ndim; ++i) {
+    if (a.t.shape[i] > 1 && a.t.strides[i] % per16 != 0)
+      fail(std::string(a.name) + ": stride " + str(a.t.strides[i]) + " of dimension " + str(i) +
+           " breaks 16-byte row alignment on GPU (must be a multiple of " + str(per16) + " elements)");
+  }
+}
+
+void no_alias(const Arg& out, std::initializer_list<Arg> inputs) {
+  uintptr_t olo, ohi;
+  extent(out.t, olo, ohi);
+  if (olo == ohi) return;
+  for (const Arg& in : inputs) {
+    uintptr_t ilo, ihi;
+    extent(in.t, ilo, ihi);
+    if (ilo < ohi && olo < ihi)
+      fail(std::string(out.name) + ": output memory overlaps input " + in.name + "; outputs must not alias inputs");
+  }
+}
+
+int64_t indptr(const char* name, const int32_t* p, int batch) {
+  if (batch < 0) fail("batch_size: got " + str(batch) + ", allowed: >= 0");
+  if (!p) fail(std::string(name) + ": is null, expected " + str(batch + 1) + " int32 entries");
+  if (p[0] != 0) fail(std::string(name) + ": starts at " + str(p[0]) + ", must start at 0");
+  for (int b = 0; b < batch; ++b) {
+    if (p[b + 1] < p[b])
+      fail(std::string(name) + ": decreases at index " + str(b + 1) + " (" + str(p[b]) + " -> " + str(p[b + 1]) +
+           "), must be non-decreasing");
+  }
+  return p[batch];
+}
+
+void stream_for_device(void* stream, Device device) {
+  if (stream && device == Device::kCPU)
+    fail("stream: a CUDA stream was given but the tensors are in host memory (cpu backend runs synchronously)");
+}
+
+}  // namespace flashband::validate

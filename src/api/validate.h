@@ -1,0 +1,34 @@
+// Input validation shared by every entry point (SPEC.md "Bad input"). Each check throws
+// flashband::Error(kInvalidArgument) naming the argument, the value and what is allowed,
+// and runs before anything is launched or written.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "flashband/attention.h"
+
+namespace flashband::validate {
+
+// A tensor argument with its name, for messages.
+struct Arg {
+  const char* name;
+  const TensorView& t;
+};
+
+void options(const Options& opts);
+void heads(int num_qo_heads, int num_kv_heads, int head_dim);
+void dims(const Arg& a, int ndim, const char* layout);                 // "[tokens, Hq, D]"
+void dim_equals(const Arg& a, int dim, int64_t want, const char* what);  // what: "head_dim (from q)"
+void dtype(const Arg& a, DType want, const char* why);
+void float_dtype(const Arg& a);                                          // f16, bf16, f32
+void last_dim_contiguous(const Arg& a);
+// Every tensor on `device` (and device id); on CUDA also 16-byte aligned rows.
+void placement(const Arg& a, Device device, int device_id);
+// Outputs must not overlap any input.
+void no_alias(const Arg& out, std::initializer_list<Arg> inputs);
+// CSR arrays: start at 0, never decrease; returns the last entry.
+int64_t indptr(const char* name, const int32_t* p, int batch);
+void stream_for_device(void* stream, Device device);
+
+}  // namespace flashband::validate

@@ -1,0 +1,105 @@
+// The visibility rule of SPEC.md and everything derived from it: needs_mask, window
+// normalisation, the KV range a block of query rows can see, and tile classification.
+// Host and device share this file, so the cpu backend, the planner and every GPU mainloop
+// agree on one definition (tests/unit/mask_test.cpp checks it against brute force).
+#pragma once
+#include "core/hd.h"
+
+namespace flashband::core {
+
+// One request's mask parameters. window_left = -1 means no window.
+struct MaskSpec {
+  int qo_len;
+  int kv_len;
+  bool causal;
+  int window_left;
+};
+
+// Bottom-right alignment: the last query row sits on the last key.
+FB_HD constexpr int query_position(int row, int qo_len, int kv_len) { return row + kv_len - qo_len; }
+
+FB_HD constexpr bool needs_mask(bool causal, int window_left) { return causal || window_left >= 0; }
+
+// A window that reaches key 0 from every row of every request changes nothing. `max_kv_len`
+// must be the longest kv_len over all requests that share the kernel launch.
+FB_HD constexpr int normalize_window(int window_left, int max_kv_len) {
+  return (window_left >= 0 && window_left >= max_kv_len - 1) ? -1 : window_left;
+}
+
+FB_HD constexpr bool is_visible(const MaskSpec& m, int row, int key) {
+  const int p = query_position(row, m.qo_len, m.kv_len);
+  return key >= 0 && key < m.kv_len && (!m.causal || key <= p) &&
+         (m.window_left < 0 || key >= p - m.window_left);
+}
+
+struct KVRange {
+  int first;  // inclusive
+  int last;   // exclusive; first == last == 0 when empty
+  FB_HD constexpr bool empty() const { return last <= first; }
+  FB_HD constexpr int size() const { return last > first ? last - first : 0; }
+};
+
+// Keys visible to one row, [first, last).
+FB_HD constexpr KVRange row_kv_range(const MaskSpec& m, int row) {
+  const int p = query_position(row, m.qo_len, m.kv_len);
+  int first = m.window_left >= 0 ? p - m.window_left : 0;
+  first = first < 0 ? 0 : first;
+  int last = m.causal ? p + 1 : m.kv_len;
+  last = last > m.kv_len ? m.kv_len : last;
+  return last > first ? KVRange{first, last} : KVRange{0, 0};
+}
+
+// Keys visible to at least one row of [row_begin, row_end). Each row's range is an interval
+// whose ends move right by one per row, so the union is an interval as well.
+FB_HD constexpr KVRange rows_kv_range(const MaskSpec& m, int row_begin, int row_end) {
+  if (row_end > m.qo_len) row_end = m.qo_len;
+  if (row_begin < 0) row_begin = 0;
+  if (row_end <= row_begin) return {0, 0};
+  const KVRange lo = row_kv_range(m, row_begin);
+  const KVRange hi = row_kv_range(m, row_end - 1);
+  if (hi.empty()) return {0, 0};  // the last row sees nothing, so no earlier row does
+  // The first non-empty row determines `first`; causal rows with p < 0 are empty.
+  int first = lo.first;
+  if (lo.empty()) {
+    // rows before key 0 comes into causal view: first visible row is the one with p == 0
+    const int row0 = m.qo_len - m.kv_len;  // p(row0) == 0
+    first = row_kv_range(m, row0 > row_begin ? row0 : row_begin).first;
+  }
+  return {first, hi.last};
+}
+
+enum class TileClass { kHidden, kFull, kPartial };
+
+// Classifies the tile rows [row_begin, row_end) x keys [key_begin, key_end):
+// hidden (no visible pair: never load it), full (every pair visible: no mask arithmetic),
+// or partial (apply is_visible element-wise). Rows >= qo_len and keys >= kv_len count as
+// invisible, so a ragged edge tile is partial.
+FB_HD constexpr TileClass classify_tile(const MaskSpec& m, int row_begin, int row_end,
+                                        int key_begin, int key_end) {
+  const KVRange r = rows_kv_range(m, row_begin, row_end);
+  const int kb = key_begin > r.first ? key_begin : r.first;
+  const int ke = key_end < r.last ? key_end : r.last;
+  if (ke <= kb) return TileClass::kHidden;
+  if (row_begin < 0 || row_end > m.qo_len || key_begin < 0 || key_end > m.kv_len)
+    return TileClass::kPartial;
+  // Every row sees the whole key block when the most restrictive rows do: the first row
+  // bounds the causal right edge, the last row bounds the window's left edge.
+  const KVRange first_row = row_kv_range(m, row_begin);
+  const KVRange last_row = row_kv_range(m, row_end - 1);
+  const bool full = !first_row.empty() && key_begin >= last_row.first && key_end <= first_row.last;
+  return full ? TileClass::kFull : TileClass::kPartial;
+}
+
+// KV tile indices [begin, end) of width tile_n that a query block must visit; tiles outside
+// are hidden and never loaded.
+struct TileSpan {
+  int begin;
+  int end;
+};
+FB_HD constexpr TileSpan kv_tile_span(const MaskSpec& m, int row_begin, int row_end, int tile_n) {
+  const KVRange r = rows_kv_range(m, row_begin, row_end);
+  if (r.empty()) return {0, 0};
+  return {r.first / tile_n, (r.last + tile_n - 1) / tile_n};
+}
+
+}  // namespace flashband::core

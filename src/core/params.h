@@ -1,0 +1,71 @@
+// AttentionParams: the one description of a launch that every backend's kernels receive.
+// All four entry points reduce to it: a batch of requests whose queries are CSR rows of a
+// token-major Q/O and whose keys live either in a ragged (contiguous) KV or in pages.
+// Strides are in elements, so NHD and HND are the same code with different strides.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "flashband/capability.h"
+#include "flashband/tensor.h"
+
+namespace flashband::core {
+
+enum class KVStorage { kContiguous, kPaged };
+
+struct AttentionParams {
+  Op op = Op::kSinglePrefill;
+  DType dtype = DType::kBF16;  // of q, k, v and o
+  int batch = 0;
+  int num_qo_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+
+  // Q and O: [total_qo_tokens, Hq, D] with these strides (last dim contiguous).
+  const void* q = nullptr;
+  int64_t q_stride_n = 0, q_stride_h = 0;
+  void* o = nullptr;
+  int64_t o_stride_n = 0, o_stride_h = 0;
+  // LSE: [total_qo_tokens, Hq] float32, base 2; nullptr when not requested.
+  float* lse = nullptr;
+  int64_t lse_stride_n = 0, lse_stride_h = 0;
+
+  // K and V. Contiguous: token t of request b is at kv_indptr[b] + t, stride_n apart.
+  // Paged: token t is slot t % page_size of page page_indices[kv_indptr[b] + t / page_size].
+  KVStorage kv_storage = KVStorage::kContiguous;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t k_stride_page = 0, k_stride_n = 0, k_stride_h = 0;
+  int64_t v_stride_page = 0, v_stride_n = 0, v_stride_h = 0;
+  int page_size = 0;
+
+  // Per-request index arrays, in the memory of the backend that runs (host for cpu).
+  const int32_t* qo_indptr = nullptr;      // [batch + 1]
+  const int32_t* kv_indptr = nullptr;      // [batch + 1]: token offsets, or page offsets when paged
+  const int32_t* page_indices = nullptr;   // paged only
+  const int32_t* last_page_len = nullptr;  // paged only, [batch]
+  const int32_t* kv_lens = nullptr;        // [batch], derived by plan() for both storages
+
+  // Semantics (window already normalised; sm_scale already defaulted).
+  bool causal = false;
+  int window_left = -1;
+  float logits_soft_cap = 0.0f;
+  float sm_scale = 1.0f;
+
+  // Host-side maxima from plan(), for grid sizing without reading device memory.
+  int max_qo_len = 0;
+  int max_kv_len = 0;
+  int64_t total_qo_tokens = 0;
+
+  // Backend-specific work partition written by the backend's planner into the workspace
+  // (opaque here), and the rest of the workspace for split-KV partial results.
+  const void* work = nullptr;
+  int num_work_items = 0;
+  int num_kv_splits = 1;
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+
+  void* stream = nullptr;  // cudaStream_t
+};
+
+}  // namespace flashband::core

@@ -1,0 +1,67 @@
+// Online-softmax state in base 2 and the one merge rule of SPEC.md ("Merging partial
+// states"). Logits are kept pre-multiplied by log2(e) so exp2 is the only transcendental.
+// The empty state is m = -inf, d = 0; every (-inf) - (-inf) is avoided explicitly.
+#pragma once
+#include <cmath>
+
+#include "core/hd.h"
+
+namespace flashband::core {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+#if defined(__CUDACC__)
+FB_HD float fb_exp2(float x) { return exp2f(x); }
+FB_HD float fb_log2(float x) { return log2f(x); }
+#else
+inline float fb_exp2(float x) { return std::exp2(x); }
+inline float fb_log2(float x) { return std::log2(x); }
+#endif
+FB_HD constexpr float neg_inf() { return -__builtin_huge_valf(); }
+
+// Running max `m` and denominator `d` of one query row over the keys seen so far.
+struct SoftmaxState {
+  float m = neg_inf();
+  float d = 0.0f;
+
+  FB_HD bool empty() const { return d == 0.0f; }
+
+  // Folds in a block whose max logit is `block_max` (base-2 units). Returns the factor by
+  // which the caller must rescale its output accumulator; the caller then adds
+  // exp2(s - m) * v for each key and `sum` of those weights through add().
+  FB_HD float rescale_to(float block_max) {
+    const float m_new = block_max > m ? block_max : m;
+    const float scale = (m == m_new) ? 1.0f : fb_exp2(m - m_new);  // m == -inf -> 0
+    d *= scale;
+    m = m_new;
+    return scale;
+  }
+  FB_HD void add(float weight_sum) { d += weight_sum; }
+
+  // exp2(s - m) with -inf logits giving exactly 0 even while m is still -inf.
+  FB_HD float weight(float s) const { return s == neg_inf() ? 0.0f : fb_exp2(s - m); }
+
+  // Base-2 log-sum-exp of the logits seen, -inf when none was visible.
+  FB_HD float lse() const { return d > 0.0f ? m + fb_log2(d) : neg_inf(); }
+  // Multiplier that turns the accumulated sum of weighted values into the output; 0 when
+  // the row saw no key, so fully masked rows come out as exact zeros.
+  FB_HD float output_scale() const { return d > 0.0f ? 1.0f / d : 0.0f; }
+};
+
+// Weights for merging two normalised partial results with base-2 LSEs s_a, s_b:
+// o = w_a * o_a + w_b * o_b, lse = merged. Both empty -> weights 0 and lse -inf.
+struct MergeWeights {
+  float w_a;
+  float w_b;
+  float lse;
+};
+FB_HD MergeWeights merge_weights(float s_a, float s_b) {
+  const float m = s_a > s_b ? s_a : s_b;
+  if (m == neg_inf()) return {0.0f, 0.0f, neg_inf()};
+  const float e_a = fb_exp2(s_a - m);  // s_a == -inf -> 0
+  const float e_b = fb_exp2(s_b - m);
+  const float sum = e_a + e_b;
+  return {e_a / sum, e_b / sum, m + fb_log2(sum)};
+}
+
+}  // namespace flashband::core

@@ -1,0 +1,54 @@
+// The capability table: op x backend x arch -> status and per-feature limits. It is the one
+// source for supports(), `auto` selection, the errors naming what a backend can do, and the
+// README support matrix (tools: `flashband caps --markdown`; tests/unit/readme_matrix_test).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "flashband/capability.h"
+#include "flashband/tensor.h"
+
+namespace flashband::dispatch {
+
+enum class Status {
+  kValidated,    // the GPU test grid ran against the fp64 oracle on this arch and passed
+  kDeclared,     // implemented and built, not yet validated on this arch
+  kKnownBad,     // wrong results for runtime library versions in [bad_min, bad_max]
+  kUnsupported,  // not implemented
+};
+const char* status_name(Status s);
+
+struct Limits {
+  std::vector<DType> dtypes;
+  std::vector<int> head_dims;  // empty: any head_dim in [1, max_head_dim]
+  int max_head_dim = 0;
+  bool causal = true;
+  bool window_with_causal = true;
+  bool window_without_causal = true;
+  bool soft_cap = true;
+  bool lse = true;
+  bool nhd = true;
+  bool hnd = true;
+  int min_page_size = 1;  // paged ops only
+  int max_page_size = 1 << 30;
+  bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
+};
+
+struct CapabilityRow {
+  Op op;
+  Backend backend;
+  int min_arch;  // compute capability x 10 (90 = sm_90); 0 for the host
+  int max_arch;
+  Status status;
+  Limits limits;
+  int bad_min_version = 0;  // kKnownBad: runtime library versions [min, max] (cuDNN: 90100 = 9.1.0)
+  int bad_max_version = 0;
+  const char* note = "";
+};
+
+const std::vector<CapabilityRow>& capability_table();
+
+// Backends in the order `auto` tries them on a device (fastest first).
+const std::vector<Backend>& auto_preference(Device device);
+
+}  // namespace flashband::dispatch

@@ -1,0 +1,53 @@
+// The kernel registry: VariantKey -> launch function. Backends register their compiled
+// instantiations explicitly (no static-initialiser tricks, so nothing is dropped by the
+// linker); a key with no entry is an error that names the build option that adds it.
+#pragma once
+#include <vector>
+
+#include "core/params.h"
+#include "dispatch/variant.h"
+#include "flashband/config.h"
+
+namespace flashband::dispatch {
+
+using LaunchFn = void (*)(const core::AttentionParams&);
+
+struct KernelEntry {
+  VariantKey key;
+  LaunchFn launch = nullptr;
+};
+
+class Registry {
+ public:
+  void add(const VariantKey& key, LaunchFn launch);
+  // nullptr when absent.
+  const KernelEntry* find(const VariantKey& key) const;
+  // Throws Error(kNotBuilt) naming the key and the build option when absent; throws
+  // Error(kInternal) when a kernel without masking would receive needs_mask.
+  const KernelEntry& get(const VariantKey& key, const core::AttentionParams& params) const;
+  const std::vector<KernelEntry>& entries() const { return entries_; }
+
+ private:
+  std::vector<KernelEntry> entries_;
+};
+
+// Throws Error(kInternal) unless `entry` may run `params`: a kernel without masking never
+// receives needs_mask, and dtype, head_dim and the soft-cap axis match.
+void check_kernel_fits(const KernelEntry& entry, const core::AttentionParams& params);
+
+// The process-wide registry, filled on first use by every backend compiled in.
+const Registry& registry();
+
+// Registration hooks, one per backend; defined by each backend's sources.
+void register_cpu_kernels(Registry& r);
+#if FLASHBAND_WITH_SM80
+void register_sm80_kernels(Registry& r);
+#endif
+#if FLASHBAND_WITH_SM90
+void register_sm90_kernels(Registry& r);
+#endif
+#if FLASHBAND_WITH_CUDNN
+void register_cudnn_kernels(Registry& r);
+#endif
+
+}  // namespace flashband::dispatch

@@ -1,0 +1,175 @@
+// The pure selection function and its checks, in the order a user would want to hear them:
+// op, device, arch, status, then each feature limit, and finally whether the build has it.
+#include "dispatch/select.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/mask.h"
+
+namespace flashband::dispatch {
+
+VariantKey variant_for(const ProblemDesc& p, Backend backend) {
+  VariantKey k;
+  k.backend = backend;
+  k.shape = p.op == Op::kPagedDecode ? KernelShape::kDecode : KernelShape::kPrefill;
+  k.storage = (p.op == Op::kPagedPrefill || p.op == Op::kPagedDecode) ? core::KVStorage::kPaged
+                                                                       : core::KVStorage::kContiguous;
+  k.dtype = p.dtype;
+  k.head_dim = p.head_dim;
+  k.needs_mask = core::needs_mask(p.causal, p.window_left);
+  k.soft_cap = p.soft_cap;
+  return k;
+}
+
+namespace {
+
+bool is_paged(Op op) { return op == Op::kPagedPrefill || op == Op::kPagedDecode; }
+
+std::string list_head_dims(const Limits& l) {
+  if (l.head_dims.empty()) return "1.." + std::to_string(l.max_head_dim);
+  std::string s;
+  for (size_t i = 0; i < l.head_dims.size(); ++i) s += (i ? ", " : "") + std::to_string(l.head_dims[i]);
+  return s;
+}
+
+std::string list_dtypes(const Limits& l) {
+  std::string s;
+  for (size_t i = 0; i < l.dtypes.size(); ++i) s += std::string(i ? ", " : "") + dtype_name(l.dtypes[i]);
+  return s;
+}
+
+std::string prefix(Backend b) { return std::string("backend '") + backend_name(b) + "' "; }
+
+// Empty when the limits cover the problem, else the reason naming the parameter.
+std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
+  if (std::find(l.dtypes.begin(), l.dtypes.end(), p.dtype) == l.dtypes.end())
+    return prefix(b) + "does not support dtype " + dtype_name(p.dtype) + " (supports " + list_dtypes(l) + ")";
+  const bool dim_ok = l.head_dims.empty()
+                          ? (p.head_dim >= 1 && p.head_dim <= l.max_head_dim)
+                          : std::find(l.head_dims.begin(), l.head_dims.end(), p.head_dim) != l.head_dims.end();
+  if (!dim_ok)
+    return prefix(b) + "does not support head_dim " + std::to_string(p.head_dim) + " (supports " +
+           list_head_dims(l) + ")";
+  if (p.causal && !l.causal) return prefix(b) + "does not support causal=true";
+  if (p.window_left >= 0 && p.causal && !l.window_with_causal)
+    return prefix(b) + "does not support window_left " + std::to_string(p.window_left) + " with causal=true";
+  if (p.window_left >= 0 && !p.causal && !l.window_without_causal)
+    return prefix(b) + "does not support window_left " + std::to_string(p.window_left) + " with causal=false";
+  if (p.soft_cap && !l.soft_cap) return prefix(b) + "does not support logits_soft_cap > 0";
+  if (p.return_lse && !l.lse) return prefix(b) + "does not support return_lse=true";
+  if (p.has_empty_rows && !l.empty_rows)
+    return prefix(b) + "does not support query rows that see no key (causal with qo_len > kv_len, or kv_len 0)";
+  if (is_paged(p.op) || p.op == Op::kSinglePrefill || p.op == Op::kRaggedPrefill) {
+    if (p.kv_layout == KVLayout::kNHD && !l.nhd) return prefix(b) + "does not support kv_layout NHD";
+    if (p.kv_layout == KVLayout::kHND && !l.hnd) return prefix(b) + "does not support kv_layout HND";
+  }
+  if (is_paged(p.op) && (p.page_size < l.min_page_size || p.page_size > l.max_page_size))
+    return prefix(b) + "does not support page_size " + std::to_string(p.page_size) + " (supports " +
+           std::to_string(l.min_page_size) + ".." + std::to_string(l.max_page_size) + ")";
+  return {};
+}
+
+std::string build_option_for(Backend b) {
+  switch (b) {
+    case Backend::kSM80: return "configure with nvcc available and FLASHBAND_CUDA_ARCHS containing 80 or 90a";
+    case Backend::kSM90: return "configure with FLASHBAND_CUDA_ARCHS containing 90a and deps/cutlass present (scripts/bootstrap.sh)";
+    case Backend::kCUDNN: return "configure with FLASHBAND_WITH_CUDNN=ON (needs libcudnn and deps/cudnn_frontend)";
+    default: return "rebuild flashband";
+  }
+}
+
+}  // namespace
+
+Verdict check_backend(const ProblemDesc& p, Backend b, const MachineInfo& m, const Registry& registry,
+                      const std::vector<CapabilityRow>& table) {
+  Verdict v;
+  bool op_known = false;
+  const CapabilityRow* row = nullptr;
+  const bool host_backend = b == Backend::kCPU;
+  for (const auto& r : table) {
+    if (r.op != p.op || r.backend != b) continue;
+    op_known = true;
+    if (host_backend || (m.arch >= r.min_arch && m.arch <= r.max_arch)) row = &r;
+  }
+  if (!op_known) {
+    v.reason = prefix(b) + "does not implement " + op_name(p.op);
+    return v;
+  }
+  if (host_backend != (p.device == Device::kCPU)) {
+    v.code = ErrorCode::kInvalidArgument;
+    v.reason = prefix(b) + (host_backend ? "needs host tensors, got CUDA tensors"
+                                         : "needs CUDA tensors, got host tensors");
+    return v;
+  }
+  if (!host_backend && m.cuda_devices == 0) {
+    v.reason = prefix(b) + "needs a CUDA device; none was found";
+    return v;
+  }
+  if (!row) {
+    v.reason = prefix(b) + "does not run " + op_name(p.op) + " on compute capability " +
+               std::to_string(m.arch / 10) + "." + std::to_string(m.arch % 10);
+    return v;
+  }
+  v.row = row;
+  if (row->status == Status::kUnsupported) {
+    v.reason = prefix(b) + "does not implement " + op_name(p.op) + " (" + row->note + ")";
+    return v;
+  }
+  if (row->status == Status::kKnownBad && m.cudnn_version >= row->bad_min_version &&
+      m.cudnn_version <= row->bad_max_version) {
+    v.reason = prefix(b) + "is known to give wrong results for " + op_name(p.op) + " with runtime version " +
+               std::to_string(m.cudnn_version) + " (" + row->note + ")";
+    return v;
+  }
+  std::string why = check_limits(p, b, row->limits);
+  if (!why.empty()) {
+    v.reason = why;
+    return v;
+  }
+  const VariantKey key = variant_for(p, b);
+  v.kernel = registry.find(key);
+  if (!v.kernel) {
+    v.code = ErrorCode::kNotBuilt;
+    v.reason = prefix(b) + "has no kernel " + key.to_string() + " in this build; " + build_option_for(b);
+    return v;
+  }
+  v.ok = true;
+  return v;
+}
+
+Selection select(const ProblemDesc& p, Backend requested, const MachineInfo& m, const Registry& registry,
+                 const std::vector<CapabilityRow>& table) {
+  if (requested != Backend::kAuto) {
+    Verdict v = check_backend(p, requested, m, registry, table);
+    if (v.ok) return {requested, v.kernel, v.row->status};
+    // Name the backends that could run exactly this call.
+    std::vector<std::string> others;
+    for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+      if (b != requested && check_backend(p, b, m, registry, table).ok) others.push_back(backend_name(b));
+    }
+    std::ostringstream msg;
+    msg << v.reason << "; ";
+    if (others.empty()) {
+      msg << "no other backend can run it here";
+    } else {
+      for (size_t i = 0; i < others.size(); ++i)
+        msg << (i == 0 ? "" : (i + 1 == others.size() ? " and " : ", ")) << "'" << others[i] << "'";
+      msg << (others.size() == 1 ? " does" : " do");
+    }
+    throw Error(v.code, msg.str());
+  }
+  // auto: validated backends first, in speed order, then declared ones.
+  std::string reasons;
+  for (Status wanted : {Status::kValidated, Status::kDeclared}) {
+    for (Backend b : auto_preference(p.device)) {
+      Verdict v = check_backend(p, b, m, registry, table);
+      if (v.ok && v.row->status == wanted) return {b, v.kernel, v.row->status};
+      if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;
+    }
+  }
+  throw Error(ErrorCode::kUnsupported, std::string("backend 'auto': no backend can run ") + op_name(p.op) +
+                                           " with these parameters:" + reasons);
+}
+
+}  // namespace flashband::dispatch

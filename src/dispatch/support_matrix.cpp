@@ -1,0 +1,95 @@
+// The README support matrix, generated from the capability table (never edited by hand:
+// tests/unit/readme_matrix_test.cpp fails when README.md and this output differ).
+#include <sstream>
+
+#include "dispatch/capability_table.h"
+#include "dispatch/select.h"
+
+namespace flashband {
+
+namespace {
+
+std::string arch_range(const dispatch::CapabilityRow& r) {
+  if (r.backend == Backend::kCPU) return "host";
+  auto cc = [](int a) { return "sm_" + std::to_string(a); };
+  return r.min_arch == r.max_arch ? cc(r.min_arch) : cc(r.min_arch) + "–" + cc(r.max_arch);
+}
+
+std::string dtypes(const dispatch::Limits& l) {
+  std::string s;
+  for (size_t i = 0; i < l.dtypes.size(); ++i)
+    s += std::string(i ? ", " : "") + (l.dtypes[i] == DType::kF16 ? "fp16" : l.dtypes[i] == DType::kBF16 ? "bf16" : "fp32");
+  return s;
+}
+
+std::string head_dims(const dispatch::Limits& l) {
+  if (l.head_dims.empty()) return "1–" + std::to_string(l.max_head_dim);
+  std::string s;
+  for (size_t i = 0; i < l.head_dims.size(); ++i) s += (i ? ", " : "") + std::to_string(l.head_dims[i]);
+  return s;
+}
+
+const char* yes(bool b) { return b ? "yes" : "no"; }
+
+std::string windows(const dispatch::Limits& l) {
+  if (l.window_with_causal && l.window_without_causal) return "causal and non-causal";
+  if (l.window_with_causal) return "causal only";
+  if (l.window_without_causal) return "non-causal only";
+  return "no";
+}
+
+std::string layouts(const dispatch::Limits& l) {
+  return l.nhd && l.hnd ? "NHD, HND" : l.nhd ? "NHD" : "HND";
+}
+
+std::string pages(const dispatch::CapabilityRow& r) {
+  if (r.op != Op::kPagedPrefill && r.op != Op::kPagedDecode) return "–";
+  const auto& l = r.limits;
+  if (l.max_page_size >= (1 << 30)) return std::to_string(l.min_page_size) + "+";
+  return std::to_string(l.min_page_size) + "–" + std::to_string(l.max_page_size);
+}
+
+}  // namespace
+
+std::string support_matrix_markdown() {
+  std::ostringstream s;
+  s << "| op | backend | arch | status | dtypes | head dims | causal | window | soft cap | LSE | layouts | page sizes |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : dispatch::capability_table()) {
+    s << "| " << op_name(r.op) << " | " << backend_name(r.backend) << " | " << arch_range(r) << " | "
+      << dispatch::status_name(r.status);
+    if (r.status == dispatch::Status::kUnsupported) {
+      s << " | – | – | – | – | – | – | – | – |\n";
+      continue;
+    }
+    const auto& l = r.limits;
+    s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
+      << yes(l.soft_cap) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
+  }
+  return s.str();
+}
+
+SupportAnswer supports(const ProblemDesc& problem, Backend backend) {
+  const auto m = dispatch::machine_info(problem.device, problem.device_id);
+  SupportAnswer a;
+  if (backend == Backend::kAuto) {
+    try {
+      dispatch::select(problem, backend, m, dispatch::registry());
+      a.supported = true;
+    } catch (const Error& e) {
+      a.reason = e.what();
+    }
+    return a;
+  }
+  auto v = dispatch::check_backend(problem, backend, m, dispatch::registry());
+  a.supported = v.ok;
+  a.reason = v.reason;
+  return a;
+}
+
+Backend select_backend(const ProblemDesc& problem) {
+  const auto m = dispatch::machine_info(problem.device, problem.device_id);
+  return dispatch::select(problem, Backend::kAuto, m, dispatch::registry()).backend;
+}
+
+}  // namespace flashband

@@ -1,0 +1,32 @@
+// VariantKey: which compiled kernel runs a problem. Its mask axis is needs_mask, never
+// `causal` alone, so a windowed non-causal problem can only reach a masking kernel.
+#pragma once
+#include <string>
+
+#include "core/params.h"
+#include "flashband/options.h"
+#include "flashband/tensor.h"
+
+namespace flashband::dispatch {
+
+enum class KernelShape { kPrefill, kDecode };
+
+struct VariantKey {
+  Backend backend = Backend::kCPU;
+  KernelShape shape = KernelShape::kPrefill;
+  core::KVStorage storage = core::KVStorage::kContiguous;
+  DType dtype = DType::kBF16;
+  int head_dim = 0;
+  bool needs_mask = false;
+  bool soft_cap = false;
+
+  bool operator==(const VariantKey& o) const {
+    return backend == o.backend && shape == o.shape && storage == o.storage && dtype == o.dtype &&
+           head_dim == o.head_dim && needs_mask == o.needs_mask && soft_cap == o.soft_cap;
+  }
+  bool operator!=(const VariantKey& o) const { return !(*this == o); }
+  // "sm80/prefill/paged/bf16/d128/mask/nocap"
+  std::string to_string() const;
+};
+
+}  // namespace flashband::dispatch

@@ -1,0 +1,165 @@
+#include "plan/make_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "api/validate.h"
+#include "core/mask.h"
+#include "dispatch/select.h"
+
+namespace flashband::detail {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::kInvalidArgument, msg); }
+
+// Fills kv_indptr/page arrays and kv_lens from a paged index, checking every entry.
+void read_pages(Plan& plan, const PagedIndex& pages, int batch) {
+  if (pages.page_size < 1) fail("page_size: got " + std::to_string(pages.page_size) + ", allowed: >= 1");
+  if (pages.num_pages < 0) fail("num_pages: got " + std::to_string(pages.num_pages) + ", allowed: >= 0");
+  const int64_t nnz = validate::indptr("paged_kv_indptr", pages.indptr, batch);
+  if (nnz > 0 && !pages.indices) fail("paged_kv_indices: is null but paged_kv_indptr ends at " + std::to_string(nnz));
+  if (batch > 0 && !pages.last_page_len) fail("paged_kv_last_page_len: is null, expected " + std::to_string(batch) + " entries");
+  plan.page_size = pages.page_size;
+  plan.num_pages = pages.num_pages;
+  plan.kv_indptr.assign(pages.indptr, pages.indptr + batch + 1);
+  plan.page_indices.assign(pages.indices, pages.indices + nnz);
+  for (int64_t i = 0; i < nnz; ++i) {
+    const int32_t p = plan.page_indices[i];
+    if (p < 0 || p >= pages.num_pages)
+      fail("paged_kv_indices: entry " + std::to_string(i) + " is " + std::to_string(p) + ", allowed: [0, num_pages=" +
+           std::to_string(pages.num_pages) + ")");
+    plan.max_page_index = std::max(plan.max_page_index, p);
+  }
+  plan.last_page_len.assign(pages.last_page_len, pages.last_page_len + batch);
+  plan.kv_lens.resize(batch);
+  for (int b = 0; b < batch; ++b) {
+    const int n = pages.indptr[b + 1] - pages.indptr[b];
+    const int last = plan.last_page_len[b];
+    if (n > 0 && (last < 1 || last > pages.page_size))
+      fail("paged_kv_last_page_len: entry " + std::to_string(b) + " is " + std::to_string(last) + ", allowed: [1, page_size=" +
+           std::to_string(pages.page_size) + "] for a request with pages");
+    plan.kv_lens[b] = n == 0 ? 0 : (n - 1) * pages.page_size + last;
+  }
+}
+
+BackendPlanFn backend_planner(Backend b) {
+  switch (b) {
+    case Backend::kCPU: return plan_cpu;
+#if FLASHBAND_WITH_SM80
+    case Backend::kSM80: return plan_sm80;
+#endif
+#if FLASHBAND_WITH_SM90
+    case Backend::kSM90: return plan_sm90;
+#endif
+#if FLASHBAND_WITH_CUDNN
+    case Backend::kCUDNN: return plan_cudnn;
+#endif
+    default: break;
+  }
+  throw Error(ErrorCode::kNotBuilt, std::string("backend '") + backend_name(b) + "' is not in this build");
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace) {
+  validate::options(r.opts);
+  validate::heads(r.shape.num_qo_heads, r.shape.num_kv_heads, r.shape.head_dim);
+  validate::stream_for_device(r.opts.stream, r.shape.device);
+  if (r.shape.dtype != DType::kF16 && r.shape.dtype != DType::kBF16 && r.shape.dtype != DType::kF32)
+    fail(std::string("q_data_type: got ") + dtype_name(r.shape.dtype) + ", allowed: float16, bfloat16, float32");
+
+  auto plan = std::make_shared<Plan>();
+  Plan& p = *plan;
+  p.shape = r.shape;
+  p.opts = r.opts;
+  p.batch = r.batch;
+
+  if (r.op == Op::kPagedDecode) {
+    if (r.batch < 0) fail("batch_size: got " + std::to_string(r.batch) + ", allowed: >= 0");
+    p.qo_indptr.resize(r.batch + 1);
+    for (int b = 0; b <= r.batch; ++b) p.qo_indptr[b] = b;
+  } else {
+    validate::indptr("qo_indptr", r.qo_indptr, r.batch);
+    p.qo_indptr.assign(r.qo_indptr, r.qo_indptr + r.batch + 1);
+  }
+  if (r.op == Op::kPagedPrefill || r.op == Op::kPagedDecode) {
+    if (!r.pages) fail("paged_kv: missing page index");
+    read_pages(p, *r.pages, r.batch);
+  } else {
+    p.total_kv_tokens = validate::indptr("kv_indptr", r.kv_indptr, r.batch);
+    p.kv_indptr.assign(r.kv_indptr, r.kv_indptr + r.batch + 1);
+    p.kv_lens.resize(r.batch);
+    for (int b = 0; b < r.batch; ++b) p.kv_lens[b] = p.kv_indptr[b + 1] - p.kv_indptr[b];
+  }
+
+  int max_qo = 0, max_kv = 0;
+  bool empty_rows = false;
+  for (int b = 0; b < r.batch; ++b) {
+    const int qo = p.qo_indptr[b + 1] - p.qo_indptr[b];
+    const int kv = p.kv_lens[b];
+    max_qo = std::max(max_qo, qo);
+    max_kv = std::max(max_kv, kv);
+    if (qo > 0 && (kv == 0 || (r.opts.causal && qo > kv))) empty_rows = true;
+  }
+  // A window is a no-op only when it is one for every request of the batch.
+  const int window = core::normalize_window(r.opts.window_left, max_kv);
+
+  ProblemDesc& d = p.problem;
+  d.op = r.op;
+  d.dtype = r.shape.dtype;
+  d.device = r.shape.device;
+  d.device_id = r.shape.device_id;
+  d.head_dim = r.shape.head_dim;
+  d.num_qo_heads = r.shape.num_qo_heads;
+  d.num_kv_heads = r.shape.num_kv_heads;
+  d.causal = r.opts.causal;
+  d.window_left = window;
+  d.soft_cap = r.opts.logits_soft_cap > 0.0f;
+  d.return_lse = r.opts.return_lse;
+  d.kv_layout = r.opts.kv_layout;
+  d.page_size = p.page_size;
+  d.has_empty_rows = empty_rows;
+
+  const auto machine = dispatch::machine_info(d.device, d.device_id);
+  const auto sel = dispatch::select(d, r.opts.backend, machine, dispatch::registry());
+  p.backend = sel.backend;
+  p.kernel = *sel.kernel;
+
+  core::AttentionParams& a = p.params;
+  a.op = r.op;
+  a.dtype = d.dtype;
+  a.batch = r.batch;
+  a.num_qo_heads = d.num_qo_heads;
+  a.num_kv_heads = d.num_kv_heads;
+  a.head_dim = d.head_dim;
+  a.kv_storage = (r.op == Op::kPagedPrefill || r.op == Op::kPagedDecode) ? core::KVStorage::kPaged
+                                                                         : core::KVStorage::kContiguous;
+  a.page_size = p.page_size;
+  a.causal = d.causal;
+  a.window_left = window;
+  a.logits_soft_cap = r.opts.logits_soft_cap;
+  a.sm_scale = r.opts.sm_scale ? *r.opts.sm_scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+  a.max_qo_len = max_qo;
+  a.max_kv_len = max_kv;
+  a.total_qo_tokens = p.qo_indptr[r.batch];
+  a.stream = r.opts.stream;
+  p.opts.sm_scale = a.sm_scale;
+
+  backend_planner(p.backend)(p, workspace);
+  if (!a.work && p.backend_state) a.work = p.backend_state.get();
+  return plan;
+}
+
+RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
+  dispatch::check_kernel_fits(plan.kernel, params);
+  plan.kernel.launch(params);
+  RunInfo info;
+  info.backend = plan.backend;
+  info.variant = plan.kernel.key.to_string();
+  info.num_kv_splits = params.num_kv_splits;
+  return info;
+}
+
+}  // namespace flashband::detail

@@ -1,0 +1,26 @@
+// make_plan(): the host work shared by every entry point -- validate the index arrays,
+// derive per-request lengths, normalise the window, select the backend and let it plan.
+#pragma once
+#include <memory>
+
+#include "plan/plan.h"
+
+namespace flashband::detail {
+
+struct PlanRequest {
+  Op op = Op::kSinglePrefill;
+  int batch = 0;
+  const int32_t* qo_indptr = nullptr;  // null for decode (one query per request)
+  const int32_t* kv_indptr = nullptr;  // ragged ops
+  const PagedIndex* pages = nullptr;   // paged ops
+  BatchShape shape;
+  Options opts;
+};
+
+std::shared_ptr<Plan> make_plan(const PlanRequest& request, const Workspace& workspace);
+
+// run(): checks that the kernel chosen at plan time may receive these params (the
+// needs_mask guard), launches it and reports what ran.
+RunInfo launch(const Plan& plan, const core::AttentionParams& params);
+
+}  // namespace flashband::detail

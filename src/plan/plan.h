@@ -1,0 +1,56 @@
+// Plan: the plain data a batch plan() produces and run() consumes. Host vectors hold the
+// validated index arrays; `params` holds everything about the launch except the tensors,
+// with index pointers already aimed at the memory of the backend that runs (host vectors
+// for cpu, the caller's workspace for GPU backends).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/params.h"
+#include "dispatch/registry.h"
+#include "flashband/config.h"
+#include "flashband/attention.h"
+#include "flashband/capability.h"
+
+namespace flashband::detail {
+
+struct Plan {
+  ProblemDesc problem;  // window normalised against max_kv_len
+  BatchShape shape;
+  Options opts;         // as given, with sm_scale resolved
+  int batch = 0;
+
+  std::vector<int32_t> qo_indptr;      // [batch + 1]
+  std::vector<int32_t> kv_indptr;      // ragged token offsets or page offsets, [batch + 1]
+  std::vector<int32_t> page_indices;   // paged only
+  std::vector<int32_t> last_page_len;  // paged only
+  std::vector<int32_t> kv_lens;        // [batch]
+  int page_size = 0;
+  int num_pages = 0;
+  int max_page_index = -1;
+  int64_t total_kv_tokens = 0;         // ragged only
+
+  Backend backend = Backend::kCPU;
+  dispatch::KernelEntry kernel;
+  core::AttentionParams params;        // tensors filled in by run()
+  std::shared_ptr<void> backend_state; // e.g. a cuDNN graph, owned by the plan
+};
+
+// Per-backend planning: given a plan whose host fields and params' semantics are filled,
+// aim params' index pointers at backend memory and add any work partition. GPU backends
+// copy into `workspace` with cudaMemcpyAsync on params.stream.
+using BackendPlanFn = void (*)(Plan& plan, const Workspace& workspace);
+
+void plan_cpu(Plan& plan, const Workspace& workspace);
+#if FLASHBAND_WITH_SM80
+void plan_sm80(Plan& plan, const Workspace& workspace);
+#endif
+#if FLASHBAND_WITH_SM90
+void plan_sm90(Plan& plan, const Workspace& workspace);
+#endif
+#if FLASHBAND_WITH_CUDNN
+void plan_cudnn(Plan& plan, const Workspace& workspace);
+#endif
+
+}  // namespace flashband::detail

@@ -1,0 +1,63 @@
+// One test/benchmark case: a problem description that can be built on random data, run
+// through flashband's public API on any backend and device, and judged against the fp64
+// oracle with SPEC.md's tolerances. Shared by the unit tests, the GPU tests and the CLI.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashband/attention.h"
+
+namespace flashband::testing {
+
+enum class EntryPoint { kSingle, kRagged, kPaged, kDecode };
+const char* entry_point_name(EntryPoint e);
+
+struct Case {
+  EntryPoint entry = EntryPoint::kSingle;
+  std::vector<int> qo_lens = {1};  // one per request; decode ignores it (1 each)
+  std::vector<int> kv_lens = {1};
+  int num_qo_heads = 1;
+  int num_kv_heads = 1;
+  int head_dim = 64;
+  DType dtype = DType::kF16;
+  bool causal = false;
+  int window_left = -1;
+  float logits_soft_cap = 0.0f;
+  std::optional<float> sm_scale;
+  bool return_lse = true;
+  KVLayout layout = KVLayout::kNHD;
+  int page_size = 16;        // paged and decode
+  bool stacked_kv = false;   // paged: one [P, 2, ...] tensor
+  Backend backend = Backend::kCPU;
+  Device device = Device::kCPU;
+  uint64_t seed = 1;
+
+  std::string name() const;  // short, unique, usable as a test name
+};
+
+struct RunConfig {
+  bool check = true;       // compare against the oracle
+  int warmup_iters = 0;    // > 0 with timed_iters: time the run
+  int timed_iters = 0;
+};
+
+struct CaseResult {
+  bool passed = false;       // check requested and every bound held
+  std::string failure;       // first violated bound, human readable
+  double max_abs_err = 0.0;  // over outputs
+  double frob_rel_err = 0.0;
+  double lse_max_err = 0.0;
+  bool window_guard_ok = true;  // windowed and unwindowed references differ by > 0.1
+  RunInfo info;
+  double median_ms = 0.0;     // when timed
+  int64_t visible_pairs = 0;  // summed over heads and requests
+};
+
+// Builds inputs (normal random, scaled so softmax is neither flat nor one-hot), fills
+// outputs with NaN, runs the case through the public API and, if asked, checks it.
+// Exceptions from flashband propagate to the caller.
+CaseResult run_case(const Case& c, const RunConfig& cfg = {});
+
+}  // namespace flashband::testing

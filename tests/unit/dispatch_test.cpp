@@ -1,0 +1,204 @@
+// Selection and the needs_mask guard: the class of bug flashband exists to prevent.
+#include <gtest/gtest.h>
+
+#include "dispatch/select.h"
+
+namespace flashband::dispatch {
+namespace {
+
+void fake_launch(const core::AttentionParams&) {}
+
+ProblemDesc cuda_problem() {
+  ProblemDesc p;
+  p.op = Op::kSinglePrefill;
+  p.device = Device::kCUDA;
+  p.dtype = DType::kBF16;
+  p.head_dim = 128;
+  return p;
+}
+
+MachineInfo hopper() {
+  MachineInfo m;
+  m.cuda_devices = 1;
+  m.arch = 90;
+  return m;
+}
+
+// A registry holding every mask/cap combination for the given backends at D=128.
+Registry full_registry(std::initializer_list<Backend> backends) {
+  Registry r;
+  for (Backend b : backends)
+    for (bool mask : {false, true})
+      for (bool cap : {false, true}) {
+        VariantKey k;
+        k.backend = b;
+        k.dtype = DType::kBF16;
+        k.head_dim = 128;
+        k.needs_mask = mask;
+        k.soft_cap = cap;
+        r.add(k, fake_launch);
+      }
+  return r;
+}
+
+CapabilityRow row(Backend b, bool window_without_causal) {
+  CapabilityRow r{Op::kSinglePrefill, b, 80, 90, Status::kValidated, {}, 0, 0, "test row"};
+  r.limits.dtypes = {DType::kBF16};
+  r.limits.head_dims = {128};
+  r.limits.window_without_causal = window_without_causal;
+  return r;
+}
+
+TEST(Dispatch, WindowWithoutCausalNeedsMaskedVariant) {
+  ProblemDesc p = cuda_problem();
+  p.causal = false;
+  p.window_left = 31;
+  EXPECT_TRUE(variant_for(p, Backend::kSM80).needs_mask);
+  p.window_left = 0;
+  EXPECT_TRUE(variant_for(p, Backend::kSM80).needs_mask);
+  p.window_left = -1;
+  EXPECT_FALSE(variant_for(p, Backend::kSM80).needs_mask);
+  p.causal = true;
+  EXPECT_TRUE(variant_for(p, Backend::kSM80).needs_mask);
+}
+
+TEST(Dispatch, UnmaskedKernelNeverReceivesAWindow) {
+  VariantKey unmasked;
+  unmasked.backend = Backend::kSM80;
+  unmasked.head_dim = 128;
+  KernelEntry e{unmasked, fake_launch};
+  core::AttentionParams a;
+  a.dtype = DType::kBF16;
+  a.head_dim = 128;
+  a.causal = false;
+  a.window_left = 5;
+  try {
+    check_kernel_fits(e, a);
+    FAIL() << "an unmasked kernel accepted window_left=5 with causal=false";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(err.what()).find("unmasked"), std::string::npos) << err.what();
+  }
+  a.window_left = -1;
+  EXPECT_NO_THROW(check_kernel_fits(e, a));
+  a.causal = true;
+  EXPECT_THROW(check_kernel_fits(e, a), Error);
+}
+
+TEST(Dispatch, RegistryGetAppliesTheGuard) {
+  Registry r;
+  VariantKey k;
+  k.backend = Backend::kSM80;
+  k.head_dim = 128;
+  r.add(k, fake_launch);
+  core::AttentionParams a;
+  a.dtype = DType::kBF16;
+  a.head_dim = 128;
+  a.window_left = 3;
+  EXPECT_THROW(r.get(k, a), Error);
+  VariantKey masked = k;
+  masked.needs_mask = true;
+  try {
+    r.get(masked, a);
+    FAIL() << "missing instantiation was not reported";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kNotBuilt);
+  }
+}
+
+TEST(Dispatch, WindowRefusedByBackendThatCannotNamesParameterAndAlternatives) {
+  const std::vector<CapabilityRow> table = {row(Backend::kSM80, false), row(Backend::kSM90, true)};
+  const Registry reg = full_registry({Backend::kSM80, Backend::kSM90});
+  ProblemDesc p = cuda_problem();
+  p.causal = false;
+  p.window_left = 31;
+  try {
+    select(p, Backend::kSM80, hopper(), reg, table);
+    FAIL() << "sm80 accepted a non-causal window it cannot honour";
+  } catch (const Error& err) {
+    const std::string msg = err.what();
+    EXPECT_EQ(err.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(msg.find("backend 'sm80'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("window_left 31"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("causal=false"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'sm90' does"), std::string::npos) << msg;
+  }
+  // auto skips the backend that cannot and picks the one that can.
+  EXPECT_EQ(select(p, Backend::kAuto, hopper(), reg, table).backend, Backend::kSM90);
+  // With causal the same window is fine for sm80.
+  p.causal = true;
+  EXPECT_EQ(select(p, Backend::kSM80, hopper(), reg, table).backend, Backend::kSM80);
+}
+
+TEST(Dispatch, HeadDimRefusalListsSupportedDims) {
+  const std::vector<CapabilityRow> table = {row(Backend::kSM90, true)};
+  const Registry reg = full_registry({Backend::kSM90});
+  ProblemDesc p = cuda_problem();
+  p.head_dim = 96;
+  try {
+    select(p, Backend::kSM90, hopper(), reg, table);
+    FAIL();
+  } catch (const Error& err) {
+    const std::string msg = err.what();
+    EXPECT_NE(msg.find("head_dim 96 (supports 128)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no other backend"), std::string::npos) << msg;
+  }
+}
+
+TEST(Dispatch, MissingInstantiationNamesBuildOption) {
+  const std::vector<CapabilityRow> table = {row(Backend::kSM90, true)};
+  const Registry empty;
+  try {
+    select(cuda_problem(), Backend::kSM90, hopper(), empty, table);
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kNotBuilt);
+    EXPECT_NE(std::string(err.what()).find("FLASHBAND_CUDA_ARCHS"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
+  std::vector<CapabilityRow> table = {row(Backend::kSM80, true), row(Backend::kSM90, true), row(Backend::kCUDNN, true)};
+  table[1].status = Status::kDeclared;  // sm90 declared only
+  table[2].status = Status::kKnownBad;  // cudnn bad for 9.0.0 .. 9.1.0
+  table[2].bad_min_version = 90000;
+  table[2].bad_max_version = 90100;
+  const Registry reg = full_registry({Backend::kSM80, Backend::kSM90, Backend::kCUDNN});
+  MachineInfo m = hopper();
+  m.cudnn_version = 90050;
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kSM80);
+  EXPECT_THROW(select(cuda_problem(), Backend::kCUDNN, m, reg, table), Error);
+  m.cudnn_version = 91900;  // outside the bad window: a known-bad row is fine there
+  EXPECT_NO_THROW(select(cuda_problem(), Backend::kCUDNN, m, reg, table));
+}
+
+TEST(Dispatch, DeviceMismatchIsInvalidArgument) {
+  ProblemDesc p = cuda_problem();
+  p.device = Device::kCPU;
+  const std::vector<CapabilityRow> table = {row(Backend::kSM80, true)};
+  try {
+    select(p, Backend::kSM80, hopper(), full_registry({Backend::kSM80}), table);
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(err.what()).find("host tensors"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Dispatch, ShippedTableCpuRunsEverythingOnHost) {
+  for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill, Op::kPagedDecode}) {
+    ProblemDesc p;
+    p.op = op;
+    p.device = Device::kCPU;
+    p.causal = false;
+    p.window_left = 7;
+    p.soft_cap = true;
+    p.page_size = 5;
+    auto v = check_backend(p, Backend::kCPU, MachineInfo{}, registry());
+    EXPECT_TRUE(v.ok) << op_name(op) << ": " << v.reason;
+    EXPECT_TRUE(v.kernel->key.needs_mask);
+  }
+}
+
+}  // namespace
+}  // namespace flashband::dispatch

@@ -1,0 +1,287 @@
+// SPEC.md "Bad input": every bad argument is refused before anything runs, the message names
+// the argument, and no output is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "api/validate.h"
+#include "flashband/attention.h"
+
+namespace flashband {
+namespace {
+
+constexpr float kSentinel = 12345.0f;
+
+// Host float32 buffers for one small problem, outputs filled with a sentinel.
+struct Buffers {
+  int qo = 5, kv = 7, hq = 4, hk = 2, d = 8;
+  std::vector<float> q, k, v, o, lse;
+  Buffers() : q(qo * hq * d, 0.5f), k(kv * hk * d, 0.25f), v(kv * hk * d, 1.0f), o(qo * hq * d, kSentinel),
+              lse(qo * hq, kSentinel) {}
+  TensorView tq() { return TensorView::contiguous(q.data(), DType::kF32, {qo, hq, d}); }
+  TensorView tk() { return TensorView::contiguous(k.data(), DType::kF32, {kv, hk, d}); }
+  TensorView tv() { return TensorView::contiguous(v.data(), DType::kF32, {kv, hk, d}); }
+  TensorView to() { return TensorView::contiguous(o.data(), DType::kF32, {qo, hq, d}); }
+  TensorView tl() { return TensorView::contiguous(lse.data(), DType::kF32, {qo, hq}); }
+  bool outputs_untouched() const {
+    for (float x : o)
+      if (x != kSentinel) return false;
+    for (float x : lse)
+      if (x != kSentinel) return false;
+    return true;
+  }
+};
+
+Options lse_opts() {
+  Options o;
+  o.return_lse = true;
+  return o;
+}
+
+// Runs `call`, expecting an Error whose message contains `needle`, and untouched outputs.
+void expect_refused(Buffers& b, const std::function<void()>& call, const std::string& needle,
+                    ErrorCode code = ErrorCode::kInvalidArgument) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+  EXPECT_TRUE(b.outputs_untouched()) << "an output was written despite the error";
+}
+
+TEST(Validation, GoodInputRuns) {
+  Buffers b;
+  TensorView lse = b.tl();
+  EXPECT_NO_THROW(single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, lse_opts()));
+  EXPECT_FALSE(b.outputs_untouched());
+}
+
+TEST(Validation, OptionValues) {
+  Buffers b;
+  TensorView lse = b.tl();
+  auto run = [&](Options o) { return [&b, &lse, o] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, o); }; };
+  Options o = lse_opts();
+  o.window_left = -2;
+  expect_refused(b, run(o), "window_left: got -2");
+  o = lse_opts();
+  o.logits_soft_cap = -1.0f;
+  expect_refused(b, run(o), "logits_soft_cap");
+  o.logits_soft_cap = std::numeric_limits<float>::quiet_NaN();
+  expect_refused(b, run(o), "logits_soft_cap");
+  o = lse_opts();
+  for (float bad : {0.0f, -0.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    o.sm_scale = bad;
+    expect_refused(b, run(o), "sm_scale");
+  }
+  o = lse_opts();
+  int dummy_stream = 0;
+  o.stream = &dummy_stream;
+  expect_refused(b, run(o), "stream");
+}
+
+TEST(Validation, ShapesAndDtypes) {
+  Buffers b;
+  TensorView lse = b.tl();
+  const Options o = lse_opts();
+  // GQA: 4 query heads over 3 kv heads.
+  {
+    std::vector<float> k3(b.kv * 3 * b.d, 1.0f), v3(k3);
+    auto k = TensorView::contiguous(k3.data(), DType::kF32, {b.kv, 3, b.d});
+    auto v = TensorView::contiguous(v3.data(), DType::kF32, {b.kv, 3, b.d});
+    expect_refused(b, [&] { single_prefill(b.tq(), k, v, b.to(), &lse, o); }, "num_qo_heads");
+  }
+  // dtype mismatch between q and k.
+  {
+    TensorView k = b.tk();
+    k.dtype = DType::kF16;
+    expect_refused(b, [&] { single_prefill(b.tq(), k, b.tv(), b.to(), &lse, o); }, "k: dtype float16");
+  }
+  // head_dim mismatch.
+  {
+    TensorView v = b.tv();
+    v.shape[2] = 4;
+    expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), v, b.to(), &lse, o); }, "v:");
+  }
+  // out shape.
+  {
+    TensorView out = b.to();
+    out.shape[0] = 4;
+    expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), out, &lse, o); }, "out:");
+  }
+  // int32 q.
+  {
+    TensorView q = b.tq();
+    q.dtype = DType::kI32;
+    expect_refused(b, [&] { single_prefill(q, b.tk(), b.tv(), b.to(), &lse, o); }, "q: dtype int32");
+  }
+  // head dim that the cpu backend does not support (1..512).
+  {
+    std::vector<float> q(1 * 1 * 600, 1.0f), k(q), v(q), out(q.size(), kSentinel);
+    Buffers nb;
+    auto tq = TensorView::contiguous(q.data(), DType::kF32, {1, 1, 600});
+    auto tk = TensorView::contiguous(k.data(), DType::kF32, {1, 1, 600});
+    auto tv = TensorView::contiguous(v.data(), DType::kF32, {1, 1, 600});
+    auto to = TensorView::contiguous(out.data(), DType::kF32, {1, 1, 600});
+    Options c;
+    c.backend = Backend::kCPU;
+    expect_refused(nb, [&] { single_prefill(tq, tk, tv, to, nullptr, c); }, "head_dim 600", ErrorCode::kUnsupported);
+    for (float x : out) ASSERT_EQ(x, kSentinel);
+  }
+}
+
+TEST(Validation, LastDimMustBeContiguous) {
+  Buffers b;
+  TensorView lse = b.tl();
+  TensorView q = b.tq();
+  q.strides[2] = 2;
+  q.shape[2] = b.d / 2;
+  expect_refused(b, [&] { single_prefill(q, b.tk(), b.tv(), b.to(), &lse, lse_opts()); }, "q: last dimension");
+}
+
+TEST(Validation, LseGivenIffRequested) {
+  Buffers b;
+  TensorView lse = b.tl();
+  Options no_lse;
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, no_lse); }, "lse: an lse output was given");
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), nullptr, lse_opts()); }, "lse: return_lse is true");
+  TensorView bad = lse;
+  bad.dtype = DType::kF16;
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &bad, lse_opts()); }, "lse: dtype");
+}
+
+TEST(Validation, OutputAliasingInput) {
+  Buffers b;
+  TensorView lse = b.tl();
+  // out over q's memory: o would overwrite q. Check q itself stays intact.
+  const std::vector<float> q_before = b.q;
+  TensorView out = b.tq();
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), out, &lse, lse_opts()); }, "out: output memory overlaps input q");
+  EXPECT_EQ(b.q, q_before);
+  // lse inside k.
+  TensorView lse_in_k = TensorView::contiguous(b.k.data(), DType::kF32, {b.qo, b.hq});
+  const std::vector<float> k_before = b.k;
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse_in_k, lse_opts()); }, "lse: output memory overlaps input k");
+  EXPECT_EQ(b.k, k_before);
+}
+
+TEST(Validation, RaggedIndptr) {
+  Buffers b;
+  TensorView lse = b.tl();
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  BatchPrefillRagged w;
+  const int32_t kv_ok[3] = {0, 3, 7};
+  {
+    const int32_t qo[3] = {1, 2, 5};
+    expect_refused(b, [&] { w.plan(qo, kv_ok, 2, s, lse_opts(), {}); }, "qo_indptr: starts at 1");
+  }
+  {
+    const int32_t qo[3] = {0, 4, 2};
+    expect_refused(b, [&] { w.plan(qo, kv_ok, 2, s, lse_opts(), {}); }, "qo_indptr: decreases at index 2");
+  }
+  {
+    const int32_t qo[3] = {0, 2, 5};
+    const int32_t kv[3] = {0, 3, 8};  // ends past k's 7 tokens
+    w.plan(qo, kv, 2, s, lse_opts(), {});
+    expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "kv_indptr: ends at 8");
+  }
+  {
+    const int32_t qo[3] = {0, 2, 6};  // ends past q's 5 tokens
+    w.plan(qo, kv_ok, 2, s, lse_opts(), {});
+    expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "qo_indptr: ends at 6");
+  }
+  BatchPrefillRagged unplanned;
+  expect_refused(b, [&] { unplanned.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "plan()");
+}
+
+TEST(Validation, PagedIndex) {
+  Buffers b;
+  TensorView lse = b.tl();
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  const int page = 4, pages = 3;
+  std::vector<float> cache(pages * page * b.hk * b.d, 1.0f);
+  PagedKVCache kv;
+  kv.k = TensorView::contiguous(cache.data(), DType::kF32, {pages, page, b.hk, b.d});
+  kv.v = kv.k;
+  const int32_t qo[3] = {0, 2, 5};
+  const int32_t indptr[3] = {0, 1, 3};
+  BatchPrefillPaged w;
+  {
+    const int32_t idx[3] = {0, 2, 3};  // page 3 of 3
+    const int32_t last[2] = {2, 4};
+    PagedIndex pi{indptr, idx, last, page, pages};
+    expect_refused(b, [&] { w.plan(qo, pi, 2, s, lse_opts(), {}); }, "paged_kv_indices: entry 2 is 3");
+  }
+  {
+    const int32_t idx[3] = {0, 2, -1};
+    const int32_t last[2] = {2, 4};
+    PagedIndex pi{indptr, idx, last, page, pages};
+    expect_refused(b, [&] { w.plan(qo, pi, 2, s, lse_opts(), {}); }, "paged_kv_indices: entry 2 is -1");
+  }
+  for (int32_t bad_last : {0, 5}) {
+    const int32_t idx[3] = {0, 2, 1};
+    const int32_t last[2] = {bad_last, 4};
+    PagedIndex pi{indptr, idx, last, page, pages};
+    expect_refused(b, [&] { w.plan(qo, pi, 2, s, lse_opts(), {}); }, "paged_kv_last_page_len: entry 0");
+  }
+  {
+    const int32_t idx[3] = {0, 2, 1};
+    const int32_t last[2] = {2, 4};
+    PagedIndex pi{indptr, idx, last, 0, pages};
+    expect_refused(b, [&] { w.plan(qo, pi, 2, s, lse_opts(), {}); }, "page_size: got 0");
+  }
+  {
+    // page_size in the cache differs from the plan's.
+    const int32_t idx[3] = {0, 2, 1};
+    const int32_t last[2] = {2, 2};
+    PagedIndex pi{indptr, idx, last, 2, pages};
+    w.plan(qo, pi, 2, s, lse_opts(), {});
+    expect_refused(b, [&] { w.run(b.tq(), kv, b.to(), &lse); }, "paged_k_cache");
+  }
+}
+
+TEST(Validation, HostTensorsRefusedByGpuBackend) {
+  Buffers b;
+  TensorView lse = b.tl();
+  Options o = lse_opts();
+  o.backend = Backend::kSM90;
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, o); }, "needs CUDA tensors");
+}
+
+TEST(Validation, MixedDevicesAndGpuAlignment) {
+  std::vector<uint16_t> host(64);
+  TensorView t = TensorView::contiguous(host.data(), DType::kF16, {2, 4, 8});
+  EXPECT_THROW(validate::placement({"k", t}, Device::kCUDA, 0), Error);
+  t.device = Device::kCUDA;
+  t.data = reinterpret_cast<void*>(uintptr_t{0x1000} + 2);  // never dereferenced
+  try {
+    validate::placement({"k", t}, Device::kCUDA, 0);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("k: GPU pointer"), std::string::npos) << e.what();
+  }
+  t.data = reinterpret_cast<void*>(uintptr_t{0x1000});
+  t.strides[1] = 12;  // rows 24 bytes apart
+  t.strides[0] = 48;
+  EXPECT_THROW(validate::placement({"k", t}, Device::kCUDA, 0), Error);
+}
+
+TEST(Validation, MergeShapes) {
+  std::vector<float> va(2 * 3 * 4, 1.0f), vb(va), vo(va.size(), kSentinel), sa(6, 0.0f), sb(sa), so(6, kSentinel);
+  auto tv = [](std::vector<float>& x) { return TensorView::contiguous(x.data(), DType::kF32, {2, 3, 4}); };
+  auto ts = [](std::vector<float>& x) { return TensorView::contiguous(x.data(), DType::kF32, {2, 3}); };
+  TensorView short_s = TensorView::contiguous(sb.data(), DType::kF32, {2, 2});
+  EXPECT_THROW(merge_state(tv(va), ts(sa), tv(vb), short_s, tv(vo), ts(so)), Error);
+  for (float x : vo) ASSERT_EQ(x, kSentinel);
+  EXPECT_NO_THROW(merge_state(tv(va), ts(sa), tv(vb), ts(sb), tv(vo), ts(so)));
+  EXPECT_FLOAT_EQ(vo[0], 1.0f);
+  EXPECT_FLOAT_EQ(so[0], 1.0f);  // log2(2^0 + 2^0)
+}
+
+}  // namespace
+}  // namespace flashband

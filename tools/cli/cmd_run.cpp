@@ -1,0 +1,107 @@
+// `flashband run`: one problem from flags, on random data, optionally checked and timed.
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "dispatch/select.h"
+
+namespace flashband::cli {
+
+Device device_for(Backend backend) {
+  if (backend == Backend::kCPU) return Device::kCPU;
+  if (backend != Backend::kAuto) return Device::kCUDA;
+  return dispatch::machine_info(Device::kCUDA, 0).cuda_devices > 0 ? Device::kCUDA : Device::kCPU;
+}
+
+namespace {
+
+testing::EntryPoint parse_entry(const std::string& s) {
+  if (s == "single") return testing::EntryPoint::kSingle;
+  if (s == "ragged") return testing::EntryPoint::kRagged;
+  if (s == "paged") return testing::EntryPoint::kPaged;
+  if (s == "decode") return testing::EntryPoint::kDecode;
+  throw Error(ErrorCode::kInvalidArgument, "--entry: got '" + s + "', allowed: single, ragged, paged, decode");
+}
+
+DType parse_dtype(const std::string& s) {
+  if (s == "fp16" || s == "f16" || s == "float16") return DType::kF16;
+  if (s == "bf16" || s == "bfloat16") return DType::kBF16;
+  if (s == "fp32" || s == "f32" || s == "float32") return DType::kF32;
+  throw Error(ErrorCode::kInvalidArgument, "--dtype: got '" + s + "', allowed: fp16, bf16, fp32");
+}
+
+KVLayout parse_layout(const std::string& s) {
+  if (s == "NHD" || s == "nhd") return KVLayout::kNHD;
+  if (s == "HND" || s == "hnd") return KVLayout::kHND;
+  throw Error(ErrorCode::kInvalidArgument, "--layout: got '" + s + "', allowed: NHD, HND");
+}
+
+}  // namespace
+
+void print_result_header() {
+  std::printf("%-44s %-7s %-40s %10s %9s %10s %10s %s\n", "case", "backend", "variant", "time_ms", "TFLOP/s",
+              "max_err", "lse_err", "check");
+}
+
+void print_result(const testing::Case& c, const testing::CaseResult& r, bool json) {
+  const double flops = 4.0 * c.head_dim * static_cast<double>(r.visible_pairs);
+  const double tflops = r.median_ms > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0;
+  const char* check = r.info.variant.empty() ? "-" : (r.passed ? "passed" : "FAILED");
+  if (json) {
+    std::printf(
+        "{\"case\": \"%s\", \"backend\": \"%s\", \"variant\": \"%s\", \"num_kv_splits\": %d, \"time_ms\": %.6f, "
+        "\"tflops\": %.3f, \"visible_pairs\": %lld, \"max_abs_err\": %.3g, \"frob_rel_err\": %.3g, "
+        "\"lse_max_err\": %.3g, \"passed\": %s, \"failure\": \"%s\"}\n",
+        c.name().c_str(), backend_name(r.info.backend), r.info.variant.c_str(), r.info.num_kv_splits, r.median_ms,
+        tflops, static_cast<long long>(r.visible_pairs), r.max_abs_err, r.frob_rel_err, r.lse_max_err,
+        r.passed ? "true" : "false", r.failure.c_str());
+    return;
+  }
+  std::printf("%-44s %-7s %-40s %10.4f %9.2f %10.3g %10.3g %s\n", c.name().substr(0, 44).c_str(),
+              backend_name(r.info.backend), r.info.variant.c_str(), r.median_ms, tflops, r.max_abs_err, r.lse_max_err,
+              check);
+  if (!r.passed && !r.failure.empty()) std::printf("  failure: %s\n", r.failure.c_str());
+}
+
+int cmd_run(Args& a) {
+  testing::Case c;
+  c.entry = parse_entry(a.str("entry", "single"));
+  const int batch = a.integer("batch", 1);
+  std::vector<int> qo = a.int_list("qo-lens"), kv = a.int_list("kv-lens");
+  const int qo_len = a.integer("qo-len", 1024), kv_len = a.integer("kv-len", qo_len);
+  if (qo.empty()) qo.assign(batch, qo_len);
+  if (kv.empty()) kv.assign(qo.size(), kv_len);
+  if (qo.size() != kv.size())
+    throw Error(ErrorCode::kInvalidArgument, "--qo-lens and --kv-lens: lists of different lengths");
+  c.qo_lens = qo;
+  c.kv_lens = kv;
+  c.num_qo_heads = a.integer("heads", 32);
+  c.num_kv_heads = a.integer("kv-heads", c.num_qo_heads);
+  c.head_dim = a.integer("head-dim", 128);
+  c.dtype = parse_dtype(a.str("dtype", "bf16"));
+  c.causal = a.flag("causal");
+  c.window_left = a.integer("window", -1);
+  c.logits_soft_cap = static_cast<float>(a.real("soft-cap", 0.0));
+  const double scale = a.real("sm-scale", 0.0);
+  if (scale != 0.0) c.sm_scale = static_cast<float>(scale);
+  c.return_lse = !a.flag("no-lse");
+  c.layout = parse_layout(a.str("layout", "NHD"));
+  c.page_size = a.integer("page-size", 16);
+  c.stacked_kv = a.flag("stacked");
+  c.backend = parse_backend(a.str("backend", "auto").c_str());
+  c.device = device_for(c.backend);
+  c.seed = static_cast<uint64_t>(a.integer("seed", 1));
+  testing::RunConfig cfg;
+  cfg.check = a.flag("check");
+  cfg.timed_iters = a.integer("iters", 10);
+  cfg.warmup_iters = cfg.timed_iters > 0 ? a.integer("warmup", 3) : 0;
+  const bool json = a.flag("json");
+  a.finish();
+
+  const auto r = testing::run_case(c, cfg);
+  if (!json) print_result_header();
+  print_result(c, r, json);
+  return (cfg.check && !r.passed) ? 1 : 0;
+}
+
+}  // namespace flashband::cli
