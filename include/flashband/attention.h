@@ -28,9 +28,10 @@ struct Workspace {
   std::size_t bytes = 0;
 };
 
-// Upper bound of workspace any batch plan needs for these maxima (split-KV included).
+// Upper bound of workspace any batch plan needs for these maxima (split-KV included); paged
+// plans also store their page indices (max_page_indices = entries of paged_kv_indices).
 std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads,
-                                  int head_dim, Device device);
+                                  int head_dim, Device device, int64_t max_page_indices = 0);
 
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
 // lse [qo_len, Hq] float32 when opts.return_lse, else nullptr.

@@ -4,6 +4,7 @@
 // against the fp64 oracle.
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "cli/commands.h"
 
@@ -33,13 +34,15 @@ int cmd_demo(Args& a) {
   std::printf("device: %s\n\n", layer.device == Device::kCUDA ? "cuda:0" : "host");
   print_result_header();
   bool ok = true;
-  for (const auto* c : {&windowed, &layer}) {
+  const std::pair<const testing::Case*, const char*> layers[] = {{&windowed, "layer 0: sliding window 255"},
+                                                                 {&layer, "layer 1: full causal"}};
+  for (const auto& [c, label] : layers) {
     testing::RunConfig cfg;
     cfg.check = true;
     cfg.warmup_iters = 1;
     cfg.timed_iters = 3;
     const auto r = testing::run_case(*c, cfg);
-    print_result(*c, r, false);
+    print_result(*c, r, false, label);
     ok = ok && r.passed;
   }
   std::printf("\noracle check: %s\n", ok ? "passed" : "FAILED");

@@ -43,7 +43,7 @@ void print_result_header() {
               "max_err", "lse_err", "check");
 }
 
-void print_result(const testing::Case& c, const testing::CaseResult& r, bool json) {
+void print_result(const testing::Case& c, const testing::CaseResult& r, bool json, const char* label) {
   const double flops = 4.0 * c.head_dim * static_cast<double>(r.visible_pairs);
   const double tflops = r.median_ms > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0;
   const char* check = r.info.variant.empty() ? "-" : (r.passed ? "passed" : "FAILED");
@@ -57,7 +57,7 @@ void print_result(const testing::Case& c, const testing::CaseResult& r, bool jso
         r.passed ? "true" : "false", r.failure.c_str());
     return;
   }
-  std::printf("%-44s %-7s %-40s %10.4f %9.2f %10.3g %10.3g %s\n", c.name().substr(0, 44).c_str(),
+  std::printf("%-44s %-7s %-40s %10.4f %9.2f %10.3g %10.3g %s\n", label ? label : c.name().substr(0, 44).c_str(),
               backend_name(r.info.backend), r.info.variant.c_str(), r.median_ms, tflops, r.max_abs_err, r.lse_max_err,
               check);
   if (!r.passed && !r.failure.empty()) std::printf("  failure: %s\n", r.failure.c_str());

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build (CUDA, 16 cores), unit tests, GPU tests against the fp64
+# oracle, compute-sanitizer on a subset, the Python tests with torch, optionally the
+# benchmark; logs go to $OUT, a short summary table is printed last.
+# Usage: scripts/device_check.sh [build] [unit] [gpu] [sanitize] [python] [bench] [quickbench]
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+OUT="${OUT:-$root/out}"
+mkdir -p "$OUT"
+steps="${*:-build unit gpu sanitize python}"
+declare -a summary
+note() { summary+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); }
+has() { [[ " $steps " == *" $1 "* ]]; }
+export PYTHONUNBUFFERED=1
+
+cudnn_lib=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so /{print $NF; exit}')
+if [ -z "$cudnn_lib" ]; then
+  d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null)
+  [ -n "$d" ] && cudnn_lib=$(ls "$d"/libcudnn.so* 2>/dev/null | head -1)
+fi
+echo "cudnn library: ${cudnn_lib:-none}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+
+if has build; then
+  start=$(date +%s)
+  extra=()
+  [ -n "$cudnn_lib" ] && extra+=("-DFLASHBAND_CUDNN_LIB=$cudnn_lib")
+  cmake -S . -B build -G Ninja -DFLASHBAND_CUDA_ARCHS=90a -DFLASHBAND_BUILD_PYTHON=ON \
+    -DPython_EXECUTABLE="$(command -v python3)" "${extra[@]}" >"$OUT/configure.log" 2>&1
+  if cmake --build build -j 16 >"$OUT/build.log" 2>&1; then
+    note build ok "$(( $(date +%s) - start ))s"
+  else
+    note build FAILED "see build.log"; grep -E "error|FAILED" "$OUT/build.log" | head -40
+  fi
+fi
+if has unit; then
+  (cd build && ctest -j 16 -E "^Gpu|^gpu|CpuSpeed" --output-on-failure >"$OUT/unit.log" 2>&1) \
+    && note unit ok "$(grep -o '[0-9]* tests passed[^,]*' "$OUT/unit.log" | head -1)" \
+    || { note unit FAILED "$(grep -E 'tests passed' "$OUT/unit.log")"; grep -A3 "FAILED\|Failure" "$OUT/unit.log" | head -40; }
+fi
+if has gpu; then
+  start=$(date +%s)
+  if timeout 420 ./build/tests/gpu/flashband_gpu_tests --gtest_brief=1 --gtest_output=xml:"$OUT/gpu.xml" >"$OUT/gpu.log" 2>&1; then
+    note gpu ok "$(grep -E '^\[  PASSED' "$OUT/gpu.log") $(( $(date +%s) - start ))s"
+  else
+    note gpu FAILED "$(grep -cE '^\[  FAILED' "$OUT/gpu.log") failed lines; $(( $(date +%s) - start ))s"
+    grep -E "FAILED|Failure|error" "$OUT/gpu.log" | head -60
+  fi
+fi
+if has sanitize; then
+  filter=$(cat tests/gpu/sanitizer_subset 2>/dev/null || echo "*Small*")
+  for tool in memcheck racecheck; do
+    if timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 ./build/tests/gpu/flashband_gpu_tests \
+        --gtest_filter="$filter" --gtest_brief=1 >"$OUT/sanitize_$tool.log" 2>&1; then
+      note "$tool" ok "$(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
+    else
+      note "$tool" FAILED "$(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"; tail -30 "$OUT/sanitize_$tool.log"
+    fi
+  done
+fi
+if has python; then
+  mod=$(dirname "$(find build -name '_C*.so' | head -1)" 2>/dev/null)
+  if PYTHONPATH="$root/$mod:$root/python" timeout 300 python3 -m pytest -q -x python/tests >"$OUT/pytest.log" 2>&1; then
+    note python ok "$(tail -1 "$OUT/pytest.log")"
+  else
+    note python FAILED "$(tail -1 "$OUT/pytest.log")"; tail -40 "$OUT/pytest.log"
+  fi
+fi
+if has bench || has quickbench; then
+  mod=$(dirname "$(find build -name '_C*.so' | head -1)" 2>/dev/null)
+  q=""; has quickbench && q="--quick"
+  if PYTHONPATH="$root/$mod:$root/python" timeout 540 python3 bench/run.py $q --out "$OUT" >"$OUT/bench.log" 2>&1; then
+    note bench ok "see benchmarks.md"
+  else
+    note bench FAILED "$(tail -3 "$OUT/bench.log" | tr '\n' ' ')"
+  fi
+fi
+echo
+echo "==== summary ===="
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,191 @@
+// cpu_attention: SPEC.md on the host. Work is split into items of (request, KV head, block of
+// query rows); an item processes every query head of the GQA group that reads its KV head, so
+// each K/V tile is converted to float once and then used by group * rows query rows. Only the
+// keys visible to the block (core::rows_kv_range) are loaded, and each row only scores the
+// keys of its own core::row_kv_range, so the cost scales with the band, not with kv_len.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kv_address.h"
+#include "backends/cpu/parallel_for.h"
+#include "backends/cpu/row_io.h"
+#include "backends/cpu/tile_kernels.h"
+#include "core/mask.h"
+#include "core/state.h"
+#include "flashband/error.h"
+
+namespace flashband::cpu {
+namespace {
+
+// Query rows per work item. 64 rows times the GQA group amortise the tile conversion while
+// leaving enough items to balance causal work over a few threads.
+constexpr int kRowBlock = 64;
+
+struct WorkItem {
+  int request;
+  int kv_head;
+  int row_begin;
+  int row_end;
+};
+
+// Per-thread buffers, sized once per call.
+struct Scratch {
+  std::vector<float> q;                    // [group * rows, D], pre-scaled queries
+  std::vector<float> acc;                  // [group * rows, D], unnormalised outputs
+  std::vector<core::SoftmaxState> state;   // [group * rows]
+  std::vector<float> kt;                   // [D, kKeyTile], K tile transposed
+  std::vector<float> v;                    // [kKeyTile, D]
+  std::vector<float> s;                    // [kKeyTile], one row's logits, then weights
+  std::vector<float> row;                  // [D], conversion buffer
+
+  Scratch(int group, int head_dim)
+      : q(static_cast<size_t>(group) * kRowBlock * head_dim),
+        acc(q.size()),
+        state(static_cast<size_t>(group) * kRowBlock),
+        kt(static_cast<size_t>(head_dim) * kKeyTile, 0.0f),
+        v(static_cast<size_t>(kKeyTile) * head_dim),
+        s(kKeyTile),
+        row(head_dim) {}
+};
+
+// How raw dot products become base-2 logits: s2 = dot * q_scale without a soft cap (the
+// scale folded into q), s2 = tanh(dot * q_scale) * cap_log2e with one.
+struct LogitTransform {
+  float q_scale;
+  float cap_log2e;  // 0 when no soft cap
+};
+
+LogitTransform make_transform(const core::AttentionParams& p) {
+  if (p.logits_soft_cap > 0.0f)
+    return {p.sm_scale / p.logits_soft_cap, p.logits_soft_cap * core::kLog2e};
+  return {p.sm_scale * core::kLog2e, 0.0f};
+}
+
+std::vector<WorkItem> make_work(const core::AttentionParams& p) {
+  std::vector<WorkItem> items;
+  for (int b = 0; b < p.batch; ++b) {
+    const int qo_len = request_qo_len(p, b);
+    for (int hk = 0; hk < p.num_kv_heads; ++hk)
+      for (int r = 0; r < qo_len; r += kRowBlock)
+        items.push_back({b, hk, r, std::min(r + kRowBlock, qo_len)});
+  }
+  return items;
+}
+
+// Converts keys [t0, t0 + n) of `kv_head` into sc.kt (transposed) and sc.v.
+void load_kv_tile(const core::AttentionParams& p, const RequestKV& kv, int kv_head, int t0,
+                  int n, Scratch& sc) {
+  const int D = p.head_dim;
+  for (int j = 0; j < n; ++j) {
+    load_row(p.dtype, p.k, kv.k_offset(t0 + j, kv_head), D, sc.row.data());
+    for (int d = 0; d < D; ++d) sc.kt[static_cast<size_t>(d) * kKeyTile + j] = sc.row[d];
+    load_row(p.dtype, p.v, kv.v_offset(t0 + j, kv_head), D, sc.v.data() + static_cast<size_t>(j) * D);
+  }
+}
+
+void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTransform& xf,
+              Scratch& sc) {
+  const int D = p.head_dim;
+  const int group = p.num_qo_heads / p.num_kv_heads;
+  const int rows = w.row_end - w.row_begin;
+  const int qo_len = request_qo_len(p, w.request);
+  const int kv_len = request_kv_len(p, w.request);
+  const int64_t token0 = p.qo_indptr[w.request] + w.row_begin;
+  const core::MaskSpec mask{qo_len, kv_len, p.causal, p.window_left};
+
+  // Local row index x = g * rows + r: query head kv_head * group + g, row row_begin + r.
+  for (int g = 0; g < group; ++g) {
+    const int h = w.kv_head * group + g;
+    for (int r = 0; r < rows; ++r) {
+      const int x = g * rows + r;
+      float* q = sc.q.data() + static_cast<size_t>(x) * D;
+      load_row(p.dtype, p.q, (token0 + r) * p.q_stride_n + h * p.q_stride_h, D, q);
+      for (int d = 0; d < D; ++d) q[d] *= xf.q_scale;
+      std::fill_n(sc.acc.data() + static_cast<size_t>(x) * D, D, 0.0f);
+      sc.state[x] = core::SoftmaxState{};
+    }
+  }
+
+  const RequestKV kv(p, w.request);
+  const core::KVRange band = core::rows_kv_range(mask, w.row_begin, w.row_end);
+  for (int t0 = band.first; t0 < band.last; t0 += kKeyTile) {
+    const int n = std::min(kKeyTile, band.last - t0);
+    load_kv_tile(p, kv, w.kv_head, t0, n, sc);
+    for (int r = 0; r < rows; ++r) {
+      const core::KVRange keys = core::row_kv_range(mask, w.row_begin + r);
+      const int j0 = std::max(keys.first, t0) - t0;
+      const int j1 = std::min(keys.last, t0 + n) - t0;
+      if (j1 <= j0) continue;
+      for (int g = 0; g < group; ++g) {
+        const int x = g * rows + r;
+        float* s = sc.s.data();
+        float* acc = sc.acc.data() + static_cast<size_t>(x) * D;
+        tile_scores(sc.q.data() + static_cast<size_t>(x) * D, sc.kt.data(), D, j0, j1, s);
+        if (xf.cap_log2e > 0.0f)
+          for (int j = j0; j < j1; ++j) s[j] = std::tanh(s[j]) * xf.cap_log2e;
+        float block_max = s[j0];
+        for (int j = j0 + 1; j < j1; ++j) block_max = std::max(block_max, s[j]);
+
+        core::SoftmaxState& st = sc.state[x];
+        const float rescale = st.rescale_to(block_max);
+        if (rescale != 1.0f) scale_row(acc, D, rescale);
+        float sum = 0.0f;
+        for (int j = j0; j < j1; ++j) {
+          s[j] = core::fb_exp2(s[j] - st.m);
+          sum += s[j];
+        }
+        st.add(sum);
+        accumulate_values(s, sc.v.data(), D, j0, j1, acc);
+      }
+    }
+  }
+
+  for (int g = 0; g < group; ++g) {
+    const int h = w.kv_head * group + g;
+    for (int r = 0; r < rows; ++r) {
+      const int x = g * rows + r;
+      const core::SoftmaxState& st = sc.state[x];
+      store_row(p.dtype, p.o, (token0 + r) * p.o_stride_n + h * p.o_stride_h, D,
+                sc.acc.data() + static_cast<size_t>(x) * D, st.output_scale());
+      if (p.lse != nullptr) p.lse[(token0 + r) * p.lse_stride_n + h * p.lse_stride_h] = st.lse();
+    }
+  }
+}
+
+void check_params(const core::AttentionParams& p) {
+  auto fail = [](const std::string& what) {
+    throw Error(ErrorCode::kInternal, "cpu_attention: " + what);
+  };
+  if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0)
+    fail("num_qo_heads " + std::to_string(p.num_qo_heads) + " is not a multiple of num_kv_heads " +
+         std::to_string(p.num_kv_heads));
+  if (p.head_dim <= 0) fail("head_dim " + std::to_string(p.head_dim) + " must be positive");
+  if (p.batch > 0 && (p.qo_indptr == nullptr || p.kv_indptr == nullptr))
+    fail("qo_indptr and kv_indptr must be set (host memory)");
+  if (p.kv_storage == core::KVStorage::kPaged &&
+      (p.page_size <= 0 || (p.kv_lens == nullptr && p.last_page_len == nullptr)))
+    fail("paged storage needs page_size > 0 and kv_lens or last_page_len");
+  if (p.window_left < -1) fail("window_left " + std::to_string(p.window_left) + " < -1");
+}
+
+}  // namespace
+
+void cpu_attention(const core::AttentionParams& p) {
+  check_params(p);
+  const std::vector<WorkItem> items = make_work(p);
+  if (items.empty()) return;
+  const LogitTransform xf = make_transform(p);
+  const int group = p.num_qo_heads / p.num_kv_heads;
+  std::vector<Scratch> scratch;
+  const int workers = worker_count(static_cast<int64_t>(items.size()));
+  scratch.reserve(static_cast<size_t>(workers));
+  for (int i = 0; i < workers; ++i) scratch.emplace_back(group, p.head_dim);
+  parallel_for(static_cast<int64_t>(items.size()), [&](int64_t i, int worker) {
+    run_item(p, items[static_cast<size_t>(i)], xf, scratch[static_cast<size_t>(worker)]);
+  });
+}
+
+}  // namespace flashband::cpu

@@ -1,0 +1,111 @@
+// run_case (case.h): build, run through the public API, judge against the fp64 oracle.
+#include "case.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "case_steps.h"
+#include "compare.h"
+#include "oracle.h"
+
+namespace flashband::testing {
+
+const char* entry_point_name(EntryPoint e) {
+  switch (e) {
+    case EntryPoint::kSingle: return "single";
+    case EntryPoint::kRagged: return "ragged";
+    case EntryPoint::kPaged: return "paged";
+    case EntryPoint::kDecode: return "decode";
+  }
+  return "unknown";
+}
+
+namespace {
+// A float as a name fragment: 0.125 -> "0p125" (test names allow [A-Za-z0-9_] only).
+std::string number_token(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(x));
+  std::string s(buf);
+  for (char& ch : s) {
+    if (ch == '.') ch = 'p';
+    if (ch == '-') ch = 'm';
+    if (ch == '+') ch = 'x';
+  }
+  return s;
+}
+
+std::string lens_token(const std::vector<int>& lens) {
+  std::string s;
+  for (std::size_t i = 0; i < lens.size(); ++i) s += (i ? "_" : "") + std::to_string(lens[i]);
+  return s.empty() ? "none" : s;
+}
+}  // namespace
+
+std::string Case::name() const {
+  std::ostringstream s;
+  s << entry_point_name(entry) << '_' << dtype_name(dtype) << "_d" << head_dim << "_h" << num_qo_heads << 'x'
+    << num_kv_heads;
+  if (entry != EntryPoint::kDecode) s << "_q" << lens_token(qo_lens);
+  s << "_k" << lens_token(kv_lens);
+  s << (causal ? "_causal" : "_full");
+  if (window_left >= 0) s << "_w" << window_left;
+  if (logits_soft_cap > 0.0f) s << "_cap" << number_token(logits_soft_cap);
+  if (sm_scale) s << "_scale" << number_token(*sm_scale);
+  if (!return_lse) s << "_nolse";
+  s << '_' << kv_layout_name(layout);
+  if (entry == EntryPoint::kPaged || entry == EntryPoint::kDecode) {
+    s << "_ps" << page_size;
+    if (stacked_kv) s << "_stacked";
+  }
+  s << '_' << backend_name(backend);
+  if (device != Device::kCPU) s << "_gpu";
+  if (seed != 1) s << "_seed" << seed;
+  std::string out = s.str();
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return out;
+}
+
+CaseResult run_case(const Case& c, const RunConfig& cfg) {
+  const std::vector<RequestData> data = make_case_data(c);
+  const ApiOutputs api = run_api(c, data, cfg);
+  CaseResult r;
+  r.info = api.info;
+  r.median_ms = api.median_ms;
+  if (!cfg.check) {
+    const std::vector<int> qo = case_qo_lens(c);
+    for (std::size_t b = 0; b < data.size(); ++b)
+      r.visible_pairs += oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, c.window_left) * c.num_qo_heads;
+    return r;
+  }
+
+  const Reference ref = make_reference(c, data, c.window_left);
+  r.visible_pairs = ref.visible_pairs;
+  const Comparison cmp = compare_attention(tolerance_for(c.dtype), c.num_qo_heads, c.head_dim, api.out, ref.out,
+                                           api.lse, ref.lse, ref.empty);
+  r.max_abs_err = cmp.max_abs_err;
+  r.frob_rel_err = cmp.frob_rel_err;
+  r.lse_max_err = cmp.lse_max_err;
+  r.failure = cmp.failure;
+
+  // SPEC.md: a window test must first show that its window matters, or a backend that
+  // ignores the window would pass it.
+  if (window_changes_visibility(c, c.window_left)) {
+    const Reference unwindowed = make_reference(c, data, -1);
+    const double diff = max_abs_diff(ref.out, unwindowed.out);
+    r.window_guard_ok = diff > 0.1;
+    if (!r.window_guard_ok && r.failure.empty()) {
+      std::ostringstream s;
+      s << "window guard: windowed and unwindowed references differ by at most " << diff
+        << " (<= 0.1), so this case cannot show that the window is applied";
+      r.failure = s.str();
+    }
+  }
+  r.passed = cmp.passed && r.window_guard_ok;
+  return r;
+}
+
+}  // namespace flashband::testing

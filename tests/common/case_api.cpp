@@ -1,0 +1,146 @@
+// run_api: a case through flashband's public entry points, on host or device memory.
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+
+#include "case_steps.h"
+#include "device_buffer.h"
+#include "dtype_values.h"
+#include "kv_layout.h"
+#include "timing.h"
+
+namespace flashband::testing {
+
+namespace {
+
+// A host array copied to a fresh buffer on `device`.
+DeviceBuffer to_device(Device device, const HostArray& a) {
+  DeviceBuffer buf(device, a.bytes());
+  buf.upload(a.data(), a.bytes());
+  return buf;
+}
+
+std::vector<double> read_back(const DeviceBuffer& buf, DType dtype, int64_t numel) {
+  HostArray host(dtype, numel);
+  buf.download(host.data(), host.bytes());
+  std::vector<double> out(static_cast<std::size_t>(numel));
+  for (int64_t i = 0; i < numel; ++i) out[static_cast<std::size_t>(i)] = host.get(i);
+  return out;
+}
+
+}  // namespace
+
+ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const RunConfig& cfg) {
+  validate_case(c);
+  const Device dev = c.device;
+  const int B = static_cast<int>(data.size());
+  const int Hq = c.num_qo_heads, Hk = c.num_kv_heads, D = c.head_dim;
+  std::vector<int> kv_lens;
+  std::vector<int32_t> qo_indptr(1, 0);
+  for (const RequestData& r : data) {
+    kv_lens.push_back(r.kv_len);
+    qo_indptr.push_back(qo_indptr.back() + r.qo_len);
+  }
+  const int64_t total_qo = qo_indptr.back();
+
+  // Q, and outputs filled with NaN so an element the backend never writes fails the check.
+  HostArray q(c.dtype, total_qo * Hq * D);
+  for (int b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < data[b].q.size(); ++i)
+      q.set(static_cast<int64_t>(qo_indptr[b]) * Hq * D + static_cast<int64_t>(i), data[b].q[i]);
+  HostArray out(c.dtype, total_qo * Hq * D), lse(DType::kF32, total_qo * Hq);
+  out.fill_nan();
+  lse.fill_nan();
+  const DeviceBuffer dq = to_device(dev, q), dout = to_device(dev, out), dlse = to_device(dev, lse);
+  const TensorView qv = TensorView::contiguous(dq.data(), c.dtype, {total_qo, Hq, D}, dev);
+  const TensorView outv = TensorView::contiguous(dout.data(), c.dtype, {total_qo, Hq, D}, dev);
+  const TensorView lsev = TensorView::contiguous(dlse.data(), DType::kF32, {total_qo, Hq}, dev);
+  const TensorView* lse_arg = c.return_lse ? &lsev : nullptr;
+
+  const Options opts = case_options(c);
+  const BatchShape shape{Hq, Hk, D, c.dtype, dev, 0};
+  const std::size_t ws_bytes =
+      batch_workspace_bytes(std::max(B, 1), std::max<int64_t>(total_qo, 1), Hq, D, dev);
+  const DeviceBuffer dws(dev, ws_bytes);
+  const Workspace ws{dws.data(), ws_bytes};
+
+  RequestRows k_rows, v_rows;
+  for (const RequestData& r : data) {
+    k_rows.push_back(&r.k);
+    v_rows.push_back(&r.v);
+  }
+  const bool nhd = c.layout == KVLayout::kNHD;
+
+  // Everything the run closure refers to lives in this scope.
+  DeviceBuffer dk, dv;
+  TensorView kview, vview;
+  std::vector<int32_t> kv_indptr;
+  PageTable pages;
+  PagedKVCache cache;
+  BatchPrefillRagged ragged;
+  BatchPrefillPaged paged;
+  BatchDecodePaged decode;
+  std::function<RunInfo()> run;
+
+  switch (c.entry) {
+    case EntryPoint::kSingle:
+    case EntryPoint::kRagged: {
+      dk = to_device(dev, pack_contiguous(c.dtype, c.layout, k_rows, kv_lens, Hk, D, &kv_indptr));
+      dv = to_device(dev, pack_contiguous(c.dtype, c.layout, v_rows, kv_lens, Hk, D, &kv_indptr));
+      const int64_t nnz = kv_indptr.back();
+      kview = nhd ? TensorView::contiguous(dk.data(), c.dtype, {nnz, Hk, D}, dev)
+                  : TensorView::contiguous(dk.data(), c.dtype, {Hk, nnz, D}, dev);
+      vview = nhd ? TensorView::contiguous(dv.data(), c.dtype, {nnz, Hk, D}, dev)
+                  : TensorView::contiguous(dv.data(), c.dtype, {Hk, nnz, D}, dev);
+      if (c.entry == EntryPoint::kSingle) {
+        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws); };
+      } else {
+        ragged.plan(qo_indptr.data(), kv_indptr.data(), B, shape, opts, ws);
+        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg); };
+      }
+      break;
+    }
+    case EntryPoint::kPaged:
+    case EntryPoint::kDecode: {
+      pages = assign_pages(kv_lens, c.page_size, c.seed * 31 + 7);
+      const PagedCache host = pack_paged(c.dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D);
+      const int64_t P = pages.num_pages, ps = c.page_size;
+      dk = to_device(dev, host.k);
+      if (c.stacked_kv) {
+        const TensorView kv = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, 2, ps, Hk, D}, dev)
+                                  : TensorView::contiguous(dk.data(), c.dtype, {P, 2, Hk, ps, D}, dev);
+        cache = PagedKVCache::from_stacked(kv);
+      } else {
+        dv = to_device(dev, host.v);
+        cache.k = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, ps, Hk, D}, dev)
+                      : TensorView::contiguous(dk.data(), c.dtype, {P, Hk, ps, D}, dev);
+        cache.v = nhd ? TensorView::contiguous(dv.data(), c.dtype, {P, ps, Hk, D}, dev)
+                      : TensorView::contiguous(dv.data(), c.dtype, {P, Hk, ps, D}, dev);
+      }
+      PagedIndex index;
+      index.indptr = pages.indptr.data();
+      index.indices = pages.indices.empty() ? nullptr : pages.indices.data();
+      index.last_page_len = pages.last_page_len.empty() ? nullptr : pages.last_page_len.data();
+      index.page_size = c.page_size;
+      index.num_pages = pages.num_pages;
+      if (c.entry == EntryPoint::kPaged) {
+        paged.plan(qo_indptr.data(), index, B, shape, opts, ws);
+        run = [&] { return paged.run(qv, cache, outv, lse_arg); };
+      } else {
+        decode.plan(index, B, shape, opts, ws);
+        run = [&] { return decode.run(qv, cache, outv, lse_arg); };
+      }
+      break;
+    }
+  }
+
+  ApiOutputs result;
+  result.info = run();
+  synchronize(dev);
+  result.out = read_back(dout, c.dtype, total_qo * Hq * D);
+  if (c.return_lse) result.lse = read_back(dlse, DType::kF32, total_qo * Hq);
+  if (cfg.timed_iters > 0) result.median_ms = median_ms(dev, cfg.warmup_iters, cfg.timed_iters, [&] { run(); });
+  return result;
+}
+
+}  // namespace flashband::testing

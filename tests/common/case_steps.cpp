@@ -1,0 +1,119 @@
+#include "case_steps.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "dtype_values.h"
+#include "oracle.h"
+#include "parallel_tasks.h"
+#include "random.h"
+
+namespace flashband::testing {
+
+void validate_case(const Case& c) {
+  auto bad = [&](const std::string& what) { throw std::invalid_argument("case " + c.name() + ": " + what); };
+  if (c.kv_lens.empty() && c.entry == EntryPoint::kSingle) bad("single prefill needs one request");
+  if (c.entry == EntryPoint::kSingle && (c.kv_lens.size() != 1 || c.qo_lens.size() != 1))
+    bad("single prefill takes exactly one qo_len and one kv_len");
+  if (c.entry != EntryPoint::kDecode && c.qo_lens.size() != c.kv_lens.size())
+    bad("qo_lens and kv_lens must have one entry per request");
+  for (int len : c.kv_lens)
+    if (len < 0) bad("negative kv_len");
+  for (int len : c.qo_lens)
+    if (len < 0) bad("negative qo_len");
+  if (c.num_kv_heads <= 0 || c.num_qo_heads % c.num_kv_heads != 0) bad("Hq must be a multiple of Hk");
+  if (c.head_dim <= 0) bad("head_dim must be positive");
+  if ((c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode) && c.page_size < 1)
+    bad("page_size must be >= 1");
+}
+
+std::vector<int> case_qo_lens(const Case& c) {
+  if (c.entry == EntryPoint::kDecode) return std::vector<int>(c.kv_lens.size(), 1);
+  return c.qo_lens;
+}
+
+double case_sm_scale(const Case& c) {
+  return c.sm_scale ? static_cast<double>(*c.sm_scale) : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+}
+
+Options case_options(const Case& c) {
+  Options o;
+  o.causal = c.causal;
+  o.window_left = c.window_left;
+  o.logits_soft_cap = c.logits_soft_cap;
+  o.sm_scale = c.sm_scale;
+  o.return_lse = c.return_lse;
+  o.kv_layout = c.layout;
+  o.backend = c.backend;
+  return o;
+}
+
+std::vector<RequestData> make_case_data(const Case& c) {
+  validate_case(c);
+  const std::vector<int> qo = case_qo_lens(c);
+  Rng rng(c.seed);
+  auto draw = [&](std::size_t n) {
+    std::vector<double> x(n);
+    for (double& e : x) e = round_to_dtype(c.dtype, rng.normal());
+    return x;
+  };
+  std::vector<RequestData> data(c.kv_lens.size());
+  for (std::size_t b = 0; b < data.size(); ++b) {
+    RequestData& r = data[b];
+    r.qo_len = qo[b];
+    r.kv_len = c.kv_lens[b];
+    r.q = draw(static_cast<std::size_t>(r.qo_len) * c.num_qo_heads * c.head_dim);
+    r.k = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
+    r.v = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
+  }
+  return data;
+}
+
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, int window_left) {
+  std::vector<OracleProblem> problems(data.size());
+  std::vector<OracleResult> results(data.size());
+  for (std::size_t b = 0; b < data.size(); ++b) {
+    OracleProblem& p = problems[b];
+    p.qo_len = data[b].qo_len;
+    p.kv_len = data[b].kv_len;
+    p.num_qo_heads = c.num_qo_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = c.head_dim;
+    p.causal = c.causal;
+    p.window_left = window_left;
+    p.logits_soft_cap = c.logits_soft_cap;
+    p.sm_scale = case_sm_scale(c);
+    results[b] = oracle_empty_result(p);
+  }
+  // One task per (request, head): the heads of one request write disjoint rows.
+  const int H = c.num_qo_heads;
+  parallel_tasks(static_cast<int>(data.size()) * H, [&](int t) {
+    const std::size_t b = static_cast<std::size_t>(t / H);
+    oracle_attention_head(problems[b], data[b].q, data[b].k, data[b].v, t % H, &results[b]);
+  });
+
+  Reference ref;
+  for (std::size_t b = 0; b < data.size(); ++b) {
+    const OracleResult& o = results[b];
+    ref.out.insert(ref.out.end(), o.out.begin(), o.out.end());
+    ref.lse.insert(ref.lse.end(), o.lse.begin(), o.lse.end());
+    ref.empty.insert(ref.empty.end(), o.empty.begin(), o.empty.end());
+    ref.visible_pairs += oracle_visible_pairs(data[b].qo_len, data[b].kv_len, c.causal, window_left) * H;
+  }
+  return ref;
+}
+
+bool window_changes_visibility(const Case& c, int window_left) {
+  if (window_left < 0) return false;
+  const std::vector<int> qo = case_qo_lens(c);
+  for (std::size_t b = 0; b < c.kv_lens.size(); ++b) {
+    // The windowed set is a subset of the unwindowed one, so equal counts mean equal sets.
+    if (oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, window_left) !=
+        oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, -1))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace flashband::testing

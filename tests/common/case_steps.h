@@ -1,0 +1,56 @@
+// The steps run_case (case.h) is made of, exposed for tests that combine them, e.g. running
+// the same data through two entry points: build the data, run it through the public API,
+// compute the oracle's reference.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "case.h"
+
+namespace flashband::testing {
+
+// Throws std::invalid_argument when the case is inconsistent (lengths per request, etc.).
+void validate_case(const Case& c);
+// qo_len of each request: c.qo_lens, or 1 per request for decode.
+std::vector<int> case_qo_lens(const Case& c);
+// The scale the oracle uses: c.sm_scale or 1/sqrt(head_dim), in double.
+double case_sm_scale(const Case& c);
+// The Options a case passes to flashband.
+Options case_options(const Case& c);
+
+// One request's inputs in the oracle's layout, already rounded to the case's dtype:
+// q [qo_len, Hq, D], k and v [kv_len, Hk, D].
+struct RequestData {
+  int qo_len = 0;
+  int kv_len = 0;
+  std::vector<double> q, k, v;
+};
+// Normal(0, 1) inputs from c.seed: with the default scale 1/sqrt(D) the logits have unit
+// spread, so softmax is neither flat nor one-hot.
+std::vector<RequestData> make_case_data(const Case& c);
+
+// What the public API produced, read back to the host, token-major over all requests.
+struct ApiOutputs {
+  std::vector<double> out;  // [total_qo, Hq, D]
+  std::vector<double> lse;  // [total_qo, Hq]; empty unless c.return_lse
+  RunInfo info;
+  double median_ms = 0.0;   // when cfg asked for timing
+};
+// Lays the data out for c.entry on c.device, fills outputs with NaN, runs c through the
+// public API (plan + run for batches) and copies the results back. Timed iterations, if
+// any, run after the result has been read.
+ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const RunConfig& cfg = {});
+
+// The oracle over every request, concatenated like ApiOutputs.
+struct Reference {
+  std::vector<double> out;
+  std::vector<double> lse;
+  std::vector<char> empty;    // [total_qo, Hq]: rows that see no key
+  int64_t visible_pairs = 0;  // summed over heads and requests
+};
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, int window_left);
+
+// Whether window_left changes the visible set of any request of the case.
+bool window_changes_visibility(const Case& c, int window_left);
+
+}  // namespace flashband::testing

@@ -1,0 +1,274 @@
+// The cpu backend through the public API, judged by the fp64 oracle (tests/common): entry
+// point x causal x window in full, with dtype, head dim, layout, page size, GQA and soft cap
+// rotated through those cases so every value of every axis appears, plus named edge cases
+// (empty requests, fully masked rows, odd lengths, page size 1, stacked caches).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "compare.h"
+
+namespace flashband::testing {
+namespace {
+
+constexpr int kNoOpWindow = 1000;  // >= every kv_len below: the window changes nothing
+
+struct Lens {
+  std::vector<int> qo, kv;
+};
+
+// Request lengths for one entry point: variant 0 has qo_len < kv_len, 1 equal, 2 greater
+// (causal rows with p < 0 then see nothing). `wide` stretches them for window 127, whose
+// window guard needs keys well beyond the window.
+Lens lens_for(EntryPoint e, int variant, bool wide) {
+  if (e == EntryPoint::kSingle) {
+    static const Lens narrow[] = {{{13}, {77}}, {{77}, {77}}, {{90}, {61}}};
+    static const Lens broad[] = {{{61}, {263}}, {{263}, {263}}, {{300}, {229}}};
+    return (wide ? broad : narrow)[variant];
+  }
+  if (e == EntryPoint::kDecode) {
+    static const Lens narrow[] = {{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}};
+    static const Lens broad[] = {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}};
+    return (wide ? broad : narrow)[variant];
+  }
+  // Ragged and paged batches, each with an empty request or one without keys.
+  static const Lens narrow[] = {{{17, 0, 9, 5}, {70, 13, 45, 0}}, {{33, 1, 70}, {33, 1, 70}},
+                                {{50, 3, 12}, {37, 0, 5}}};
+  static const Lens broad[] = {{{40, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}},
+                               {{260, 3, 40}, {229, 0, 11}}};
+  return (wide ? broad : narrow)[variant];
+}
+
+std::vector<Case> grid_cases() {
+  const EntryPoint entries[] = {EntryPoint::kSingle, EntryPoint::kRagged, EntryPoint::kPaged, EntryPoint::kDecode};
+  const int windows[] = {-1, 0, 1, 31, 127, kNoOpWindow};
+  const DType dtypes[] = {DType::kF16, DType::kBF16, DType::kF32};
+  const int dims[] = {64, 128, 256};
+  const KVLayout layouts[] = {KVLayout::kNHD, KVLayout::kHND};
+  const int page_sizes[] = {1, 5, 16};
+  const int heads[][2] = {{2, 2}, {4, 2}, {4, 1}, {6, 3}};
+
+  std::vector<Case> cases;
+  // The full entry x causal x window product; the other axes rotate with different periods
+  // so that their combinations vary across it.
+  int k = 0;
+  for (EntryPoint e : entries)
+    for (bool causal : {false, true})
+      for (int w : windows) {
+        Case c;
+        c.entry = e;
+        c.causal = causal;
+        c.window_left = w;
+        const Lens l = lens_for(e, k % 3, w == 127);
+        c.qo_lens = l.qo;
+        c.kv_lens = l.kv;
+        c.dtype = dtypes[(k / 2) % 3];
+        c.head_dim = dims[(k / 3) % 3];
+        c.layout = layouts[(k / 5) % 2];
+        c.page_size = page_sizes[k % 3];
+        c.stacked_kv = (k / 7) % 2 == 1;
+        c.num_qo_heads = heads[k % 4][0];
+        c.num_kv_heads = heads[k % 4][1];
+        if (k % 5 == 2) c.logits_soft_cap = 2.0f;
+        c.seed = 100 + k;
+        cases.push_back(c);
+        ++k;
+      }
+
+  // Every dtype x head dim x layout once, on single prefill with a causal window.
+  for (DType dt : dtypes)
+    for (int d : dims)
+      for (KVLayout lay : layouts) {
+        Case c;
+        c.entry = EntryPoint::kSingle;
+        c.qo_lens = {65};
+        c.kv_lens = {129};
+        c.causal = true;
+        c.window_left = 31;
+        c.dtype = dt;
+        c.head_dim = d;
+        c.layout = lay;
+        c.num_qo_heads = 4;
+        c.num_kv_heads = 2;
+        cases.push_back(c);
+      }
+
+  // Every page size x layout x stacked/separate, for paged prefill and decode.
+  for (EntryPoint e : {EntryPoint::kPaged, EntryPoint::kDecode})
+    for (int ps : page_sizes)
+      for (KVLayout lay : layouts)
+        for (bool stacked : {false, true}) {
+          Case c;
+          c.entry = e;
+          c.qo_lens = {16, 1, 33};
+          c.kv_lens = {48, 17, 33};  // 48 fills its pages exactly at page size 1 and 16
+          c.causal = true;
+          c.page_size = ps;
+          c.layout = lay;
+          c.stacked_kv = stacked;
+          c.dtype = DType::kBF16;
+          c.num_qo_heads = 4;
+          c.num_kv_heads = 2;
+          cases.push_back(c);
+        }
+
+  // Named edge cases.
+  auto add = [&](Case c) { cases.push_back(c); };
+  {
+    Case c;  // GQA 32/8 and MQA 8/1
+    c.entry = EntryPoint::kPaged;
+    c.qo_lens = {7, 40};
+    c.kv_lens = {100, 40};
+    c.num_qo_heads = 32;
+    c.num_kv_heads = 8;
+    c.causal = true;
+    c.page_size = 16;
+    add(c);
+    c.entry = EntryPoint::kDecode;
+    c.num_qo_heads = 8;
+    c.num_kv_heads = 1;
+    add(c);
+  }
+  {
+    Case c;  // soft cap with an explicit scale large enough for the cap to bite
+    c.entry = EntryPoint::kRagged;
+    c.qo_lens = {31, 64};
+    c.kv_lens = {97, 64};
+    c.num_qo_heads = 4;
+    c.num_kv_heads = 2;
+    c.sm_scale = 0.3f;
+    c.logits_soft_cap = 3.0f;
+    c.dtype = DType::kF32;
+    add(c);
+    c.causal = true;
+    c.window_left = 15;
+    c.dtype = DType::kBF16;
+    add(c);
+  }
+  {
+    Case c;  // fully masked rows: causal with qo_len > kv_len, and kv_len 0
+    c.entry = EntryPoint::kSingle;
+    c.qo_lens = {50};
+    c.kv_lens = {10};
+    c.causal = true;
+    add(c);
+    c.window_left = 3;
+    add(c);
+    c.window_left = -1;
+    c.kv_lens = {0};
+    c.causal = false;
+    add(c);
+  }
+  {
+    Case c;  // batches of only empty requests
+    c.entry = EntryPoint::kRagged;
+    c.qo_lens = {0, 0};
+    c.kv_lens = {5, 0};
+    add(c);
+    c.entry = EntryPoint::kPaged;
+    c.qo_lens = {3, 2};
+    c.kv_lens = {0, 0};
+    add(c);
+    c.entry = EntryPoint::kDecode;
+    add(c);
+  }
+  {
+    Case c;  // tile sizes +- 1 and primes, page size 1 with a single key
+    c.entry = EntryPoint::kRagged;
+    c.qo_lens = {63, 64, 65, 1};
+    c.kv_lens = {63, 64, 65, 127};
+    c.causal = true;
+    c.dtype = DType::kF16;
+    c.head_dim = 128;
+    add(c);
+    c.entry = EntryPoint::kDecode;
+    c.kv_lens = {1, 2, 3, 97};
+    c.page_size = 1;
+    c.window_left = 1;
+    add(c);
+  }
+  {
+    Case c;  // the smallest window that matters: w = kv_len - 2 hides key 0 of the last row
+    c.entry = EntryPoint::kSingle;
+    c.qo_lens = {5};
+    c.kv_lens = {5};
+    c.window_left = 3;
+    c.head_dim = 64;
+    c.num_qo_heads = 4;
+    c.num_kv_heads = 4;
+    add(c);
+    c.return_lse = false;  // and without the LSE output
+    c.window_left = -1;
+    add(c);
+  }
+
+  {
+    Case c;  // head dims that are not a multiple of the cpu backend's 16-wide inner loops
+    c.entry = EntryPoint::kRagged;
+    c.qo_lens = {40, 9};
+    c.kv_lens = {90, 9};
+    c.causal = true;
+    c.window_left = 31;
+    c.head_dim = 72;
+    c.num_qo_heads = 4;
+    c.num_kv_heads = 2;
+    c.dtype = DType::kF32;
+    add(c);
+    c.head_dim = 5;
+    c.layout = KVLayout::kHND;
+    add(c);
+  }
+
+  // Unique names (parameterised tests require them).
+  std::vector<Case> unique;
+  std::set<std::string> seen;
+  for (const Case& c : cases)
+    if (seen.insert(c.name()).second) unique.push_back(c);
+  return unique;
+}
+
+class CpuGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuGrid, MatchesOracle) {
+  const Case& c = GetParam();
+  const CaseResult r = run_case(c);
+  EXPECT_TRUE(r.passed) << r.failure << "\n  max_abs_err " << r.max_abs_err << ", frob " << r.frob_rel_err
+                        << ", lse " << r.lse_max_err;
+  EXPECT_EQ(r.info.backend, Backend::kCPU);
+  const Tolerance tol = tolerance_for(c.dtype);
+  EXPECT_LE(r.frob_rel_err, tol.frob);
+  EXPECT_LE(r.lse_max_err, tol.lse);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CpuGrid, ::testing::ValuesIn(grid_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name(); });
+
+// The axes the grid promises, checked on the grid itself so that a later edit cannot drop one.
+TEST(CpuGridCoverage, EveryAxisValueAndEveryCausalWindowPairPerEntryPoint) {
+  const std::vector<Case> cases = grid_cases();
+  std::set<std::string> have;
+  for (const Case& c : cases) {
+    const bool paged = c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode;
+    have.insert(std::string("dtype ") + dtype_name(c.dtype));
+    have.insert("dim " + std::to_string(c.head_dim));
+    have.insert(std::string("layout ") + kv_layout_name(c.layout));
+    if (paged) have.insert("page " + std::to_string(c.page_size));
+    const int w = c.window_left >= kNoOpWindow ? kNoOpWindow : c.window_left;
+    have.insert(std::string(entry_point_name(c.entry)) + (c.causal ? " causal " : " full ") + std::to_string(w));
+    if (c.logits_soft_cap > 0) have.insert("soft cap");
+    if (c.num_qo_heads != c.num_kv_heads) have.insert("gqa");
+  }
+  std::vector<std::string> want = {"dtype float16", "dtype bfloat16", "dtype float32", "dim 64", "dim 128",
+                                   "dim 256", "layout NHD", "layout HND", "page 1", "page 5", "page 16",
+                                   "soft cap", "gqa"};
+  for (const char* e : {"single", "ragged", "paged", "decode"})
+    for (const char* m : {" full ", " causal "})
+      for (int w : {-1, 0, 1, 31, 127, kNoOpWindow}) want.push_back(e + std::string(m) + std::to_string(w));
+  for (const std::string& s : want) EXPECT_TRUE(have.count(s)) << "grid lacks " << s;
+}
+
+}  // namespace
+}  // namespace flashband::testing

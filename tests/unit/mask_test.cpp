@@ -1,0 +1,197 @@
+// core/mask.h against a brute-force predicate written here from SPEC.md: every qo_len and
+// kv_len in 0..40, every window -1..45, causal and not. Visible sets are 64-bit masks over
+// keys (kv_len <= 40), so each check is a few instructions and the suite takes seconds.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/mask.h"
+
+namespace flashband::core {
+namespace {
+
+constexpr int kMaxLen = 40;
+constexpr int kMaxWindow = 45;
+
+// SPEC.md "visible(i, j)", spelled out independently of mask.h.
+bool brute_visible(int qo_len, int kv_len, bool causal, int window, int i, int j) {
+  const int pos = i + kv_len - qo_len;
+  if (i < 0 || i >= qo_len || j < 0 || j >= kv_len) return false;
+  if (causal && j > pos) return false;
+  if (window >= 0 && j < pos - window) return false;
+  return true;
+}
+
+uint64_t bits(int first, int last) {  // keys [first, last)
+  if (last <= first) return 0;
+  const uint64_t upto_last = last >= 64 ? ~0ull : (1ull << last) - 1;
+  return upto_last & ~((1ull << first) - 1);
+}
+
+// One problem with each row's visible keys as a bit mask, from the brute-force predicate.
+struct Brute {
+  MaskSpec spec;
+  std::vector<uint64_t> row;  // [qo_len]
+};
+
+void for_each_problem(const std::function<void(const Brute&)>& fn) {
+  Brute b;
+  for (int qo = 0; qo <= kMaxLen; ++qo)
+    for (int kv = 0; kv <= kMaxLen; ++kv)
+      for (int causal = 0; causal < 2; ++causal)
+        for (int w = -1; w <= kMaxWindow; ++w) {
+          b.spec = MaskSpec{qo, kv, causal != 0, w};
+          b.row.assign(static_cast<size_t>(qo), 0);
+          for (int i = 0; i < qo; ++i)
+            for (int j = 0; j < kv; ++j)
+              if (brute_visible(qo, kv, causal != 0, w, i, j)) b.row[i] |= 1ull << j;
+          fn(b);
+        }
+}
+
+std::string describe(const MaskSpec& m) {
+  return "qo_len " + std::to_string(m.qo_len) + " kv_len " + std::to_string(m.kv_len) + " causal " +
+         std::to_string(m.causal) + " window " + std::to_string(m.window_left);
+}
+
+TEST(Mask, IsVisibleMatchesBruteForce) {
+  int64_t checked = 0;
+  for_each_problem([&](const Brute& b) {
+    const MaskSpec& m = b.spec;
+    for (int i = 0; i < m.qo_len; ++i)
+      for (int j = -1; j <= m.kv_len; ++j) {  // one key past each end as well
+        const bool expect = j >= 0 && j < m.kv_len && ((b.row[i] >> j) & 1);
+        if (is_visible(m, i, j) != expect) {
+          ADD_FAILURE() << describe(m) << " row " << i << " key " << j;
+          return;
+        }
+        ++checked;
+      }
+  });
+  // sum over qo of qo rows x (kv_len + 2) keys, over 41 kv lengths, 47 windows, 2 causal values
+  EXPECT_EQ(checked, int64_t{820} * 902 * 47 * 2);
+}
+
+TEST(Mask, RowRangeIsExactlyTheVisibleKeys) {
+  for_each_problem([](const Brute& b) {
+    for (int i = 0; i < b.spec.qo_len; ++i) {
+      const KVRange r = row_kv_range(b.spec, i);
+      ASSERT_EQ(bits(r.first, r.last), b.row[i]) << describe(b.spec) << " row " << i;
+      if (b.row[i] == 0) {
+        ASSERT_TRUE(r.empty() && r.first == 0 && r.last == 0) << describe(b.spec);
+      }
+      ASSERT_EQ(r.size(), __builtin_popcountll(b.row[i])) << describe(b.spec) << " row " << i;
+    }
+  });
+}
+
+TEST(Mask, RowsRangeIsTheUnionForEveryRowBlock) {
+  for_each_problem([](const Brute& b) {
+    const MaskSpec& m = b.spec;
+    // Every [begin, end) with 0 <= begin < end <= qo_len + 1 (a block may run past the end).
+    for (int begin = 0; begin <= m.qo_len; ++begin) {
+      uint64_t uni = 0;
+      for (int end = begin + 1; end <= m.qo_len + 1; ++end) {
+        if (end - 1 < m.qo_len) uni |= b.row[end - 1];
+        const KVRange r = rows_kv_range(m, begin, end);
+        // The union of the rows' intervals is itself an interval, and exactly this one.
+        ASSERT_EQ(bits(r.first, r.last), uni) << describe(m) << " rows [" << begin << ", " << end << ")";
+      }
+    }
+    EXPECT_TRUE(rows_kv_range(m, 0, 0).empty());
+  });
+}
+
+TEST(Mask, NeedsMaskAndNormalizeWindow) {
+  // changes[kv][w]: whether window w hides some key for some qo_len and causal value.
+  std::vector<std::vector<char>> changes(kMaxLen + 1, std::vector<char>(kMaxWindow + 2, 0));
+  for_each_problem([&](const Brute& b) {
+    const MaskSpec& m = b.spec;
+    EXPECT_EQ(needs_mask(m.causal, m.window_left), m.causal || m.window_left >= 0);
+    const MaskSpec no_window{m.qo_len, m.kv_len, m.causal, -1};
+    bool differs = false;
+    for (int i = 0; i < m.qo_len; ++i) {
+      uint64_t nw = 0;
+      for (int j = 0; j < m.kv_len; ++j) nw |= static_cast<uint64_t>(brute_visible(m.qo_len, m.kv_len, m.causal, -1, i, j)) << j;
+      differs |= nw != b.row[i];
+      // Without a mask, every key is visible.
+      if (!needs_mask(m.causal, m.window_left)) {
+        ASSERT_EQ(b.row[i], bits(0, m.kv_len)) << describe(m);
+      }
+    }
+    const int norm = normalize_window(m.window_left, m.kv_len);
+    if (norm == -1) {
+      // A window normalised away must change nothing.
+      ASSERT_FALSE(differs) << describe(m);
+      for (int i = 0; i < m.qo_len; ++i) ASSERT_EQ(row_kv_range(no_window, i).size(), __builtin_popcountll(b.row[i]));
+    } else {
+      ASSERT_EQ(norm, m.window_left) << describe(m);
+    }
+    if (differs) changes[m.kv_len][m.window_left + 1] = 1;
+  });
+  // Conversely, a window that is kept hides some key for some qo_len.
+  for (int kv = 0; kv <= kMaxLen; ++kv)
+    for (int w = 0; w <= kMaxWindow; ++w)
+      if (normalize_window(w, kv) != -1) {
+        EXPECT_TRUE(changes[kv][w + 1]) << "kv_len " << kv << " window " << w;
+      }
+  EXPECT_EQ(normalize_window(-1, 0), -1);
+  EXPECT_EQ(normalize_window(-1, 100), -1);
+}
+
+struct TileShape {
+  int rows;
+  int keys;
+};
+constexpr TileShape kTiles[] = {{1, 1}, {4, 8}, {16, 16}, {64, 32}, {7, 5}};
+
+TEST(Mask, ClassifyTileAtEveryPosition) {
+  for_each_problem([](const Brute& b) {
+    const MaskSpec& m = b.spec;
+    for (const TileShape& t : kTiles) {
+      for (int rb = 0; rb < m.qo_len; rb += t.rows) {
+        const int re = rb + t.rows;
+        for (int kb = 0; kb < m.kv_len; kb += t.keys) {
+          const int ke = kb + t.keys;
+          const uint64_t tile = bits(kb, ke < 64 ? ke : 64);
+          bool any = false, all = re <= m.qo_len && ke <= m.kv_len;
+          for (int i = rb; i < re; ++i) {
+            const uint64_t seen = i < m.qo_len ? b.row[i] & tile : 0;
+            any |= seen != 0;
+            all &= seen == tile;
+          }
+          const TileClass expect = !any ? TileClass::kHidden : all ? TileClass::kFull : TileClass::kPartial;
+          ASSERT_EQ(static_cast<int>(classify_tile(m, rb, re, kb, ke)), static_cast<int>(expect))
+              << describe(m) << " tile " << t.rows << "x" << t.keys << " at rows " << rb << " keys " << kb;
+        }
+      }
+    }
+  });
+}
+
+TEST(Mask, KvTileSpanCoversEveryVisiblePairAndNoMore) {
+  for_each_problem([](const Brute& b) {
+    const MaskSpec& m = b.spec;
+    for (const TileShape& t : kTiles) {
+      for (int rb = 0; rb < m.qo_len; rb += t.rows) {
+        uint64_t uni = 0;
+        for (int i = rb; i < rb + t.rows && i < m.qo_len; ++i) uni |= b.row[i];
+        const TileSpan s = kv_tile_span(m, rb, rb + t.rows, t.keys);
+        // Covered: every visible key's tile lies in [begin, end).
+        ASSERT_EQ(uni & ~bits(s.begin * t.keys, s.end * t.keys), 0u) << describe(m) << " rows " << rb;
+        // Tight: the first and last tile of the span hold a visible key; an empty block visits none.
+        if (uni == 0) {
+          ASSERT_EQ(s.end - s.begin, 0) << describe(m);
+        } else {
+          ASSERT_NE(uni & bits(s.begin * t.keys, (s.begin + 1) * t.keys), 0u) << describe(m);
+          ASSERT_NE(uni & bits((s.end - 1) * t.keys, s.end * t.keys), 0u) << describe(m);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace flashband::core
