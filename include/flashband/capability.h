@@ -29,6 +29,7 @@ struct ProblemDesc {
   int page_size = 0;  // paged ops only
   // Some query row sees no key: causal with qo_len > kv_len, or a request with kv_len 0.
   bool has_empty_rows = false;
+  int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
 };
 
 struct SupportAnswer {

@@ -37,34 +37,39 @@ Limits sm90_limits() {
   return l;
 }
 
-Limits cudnn_limits() {
+Limits cudnn_limits(bool decode_before_sm90) {
   Limits l;
   l.dtypes = {DType::kF16, DType::kBF16};
-  l.head_dims = {64, 128, 256};
-  l.soft_cap = false;  // cuDNN's SDPA node has no tanh soft cap that composes with its masks
+  // cuDNN documents decode on compute capability 8.x for head dims up to 128 only.
+  l.head_dims = decode_before_sm90 ? std::vector<int>{64, 128} : std::vector<int>{64, 128, 256};
+  l.soft_cap = false;     // cuDNN's score modifier does not combine with its padding/band masks
+  l.empty_rows = false;   // cuDNN does not promise exact 0 / -inf for rows that see no key
+  l.cudnn_versions = true;
   return l;
 }
 
 std::vector<CapabilityRow> build_table() {
   std::vector<CapabilityRow> rows;
   for (Op op : kAllOps) {
-    rows.push_back({op, Backend::kCPU, 0, 0, Status::kValidated, cpu_limits(), 0, 0,
+    rows.push_back({op, Backend::kCPU, 0, 0, Status::kValidated, cpu_limits(),
                     "reference backend; CI runs its full grid"});
   }
   for (Op op : kAllOps) {
-    rows.push_back({op, Backend::kSM80, 80, 89, Status::kDeclared, sm80_limits(), 0, 0,
+    rows.push_back({op, Backend::kSM80, 80, 89, Status::kDeclared, sm80_limits(),
                     "built for sm_80; no Ampere machine to validate on"});
-    rows.push_back({op, Backend::kSM80, 90, 90, Status::kDeclared, sm80_limits(), 0, 0,
+    rows.push_back({op, Backend::kSM80, 90, 90, Status::kDeclared, sm80_limits(),
                     "sm_90a build of the portable kernels"});
   }
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill}) {
-    rows.push_back({op, Backend::kSM90, 90, 90, Status::kDeclared, sm90_limits(), 0, 0,
+    rows.push_back({op, Backend::kSM90, 90, 90, Status::kDeclared, sm90_limits(),
                     "TMA + wgmma, warp-specialised"});
   }
-  rows.push_back({Op::kPagedDecode, Backend::kSM90, 90, 90, Status::kUnsupported, {}, 0, 0,
+  rows.push_back({Op::kPagedDecode, Backend::kSM90, 90, 90, Status::kUnsupported, {},
                   "decode is memory-bound: served by sm80's decode kernel"});
   for (Op op : kAllOps) {
-    rows.push_back({op, Backend::kCUDNN, 80, 120, Status::kDeclared, cudnn_limits(), 0, 0,
+    rows.push_back({op, Backend::kCUDNN, 80, 89, Status::kDeclared, cudnn_limits(op == Op::kPagedDecode),
+                    "cuDNN SDPA graphs through cudnn-frontend"});
+    rows.push_back({op, Backend::kCUDNN, 90, 120, Status::kDeclared, cudnn_limits(false),
                     "cuDNN SDPA graphs through cudnn-frontend"});
   }
   return rows;

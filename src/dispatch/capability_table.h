@@ -13,7 +13,7 @@ namespace flashband::dispatch {
 enum class Status {
   kValidated,    // the GPU test grid ran against the fp64 oracle on this arch and passed
   kDeclared,     // implemented and built, not yet validated on this arch
-  kKnownBad,     // wrong results for runtime library versions in [bad_min, bad_max]
+  kKnownBad,     // known to give wrong results on this arch: refused, never auto-selected
   kUnsupported,  // not implemented
 };
 const char* status_name(Status s);
@@ -32,6 +32,9 @@ struct Limits {
   int min_page_size = 1;  // paged ops only
   int max_page_size = 1 << 30;
   bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
+  // cudnn rows: runtime cuDNN versions are also checked against
+  // backends/cudnn/known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.
+  bool cudnn_versions = false;
 };
 
 struct CapabilityRow {
@@ -41,8 +44,6 @@ struct CapabilityRow {
   int max_arch;
   Status status;
   Limits limits;
-  int bad_min_version = 0;  // kKnownBad: runtime library versions [min, max] (cuDNN: 90100 = 9.1.0)
-  int bad_max_version = 0;
   const char* note = "";
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backends/cudnn/known_bad.h"
 #include "core/mask.h"
 
 namespace flashband::dispatch {
@@ -70,6 +71,24 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
   return {};
 }
 
+// The runtime cuDNN against backends/cudnn/known_bad.h. The graph's exact s_kv is not known
+// before plan, so max_kv_len stands in for it (plan_cudnn re-checks with the exact value).
+std::string cudnn_version_problem(const ProblemDesc& p, const MachineInfo& m) {
+  using namespace cudnn_backend;
+  if (m.cudnn_version < kMinCudnnVersion)
+    return "needs cuDNN " + std::to_string(kMinCudnnVersion) + " or newer; the loaded version is " +
+           std::to_string(m.cudnn_version);
+  BadWindowProblem facts;
+  facts.version = m.cudnn_version;
+  facts.sm = m.arch;
+  facts.causal = p.causal;
+  facts.window_left = p.window_left;
+  facts.s_kv = p.max_kv_len;
+  facts.ragged = p.op == Op::kRaggedPrefill || p.op == Op::kPagedPrefill;
+  if (const KnownBadWindow* w = find_known_bad(facts)) return std::string("is known-bad here: ") + w->reason;
+  return {};
+}
+
 std::string build_option_for(Backend b) {
   switch (b) {
     case Backend::kSM80: return "configure with nvcc available and FLASHBAND_CUDA_ARCHS containing 80 or 90a";
@@ -116,11 +135,16 @@ Verdict check_backend(const ProblemDesc& p, Backend b, const MachineInfo& m, con
     v.reason = prefix(b) + "does not implement " + op_name(p.op) + " (" + row->note + ")";
     return v;
   }
-  if (row->status == Status::kKnownBad && m.cudnn_version >= row->bad_min_version &&
-      m.cudnn_version <= row->bad_max_version) {
-    v.reason = prefix(b) + "is known to give wrong results for " + op_name(p.op) + " with runtime version " +
-               std::to_string(m.cudnn_version) + " (" + row->note + ")";
+  if (row->status == Status::kKnownBad) {
+    v.reason = prefix(b) + "is known to give wrong results for " + op_name(p.op) + " on this arch (" + row->note + ")";
     return v;
+  }
+  if (row->limits.cudnn_versions) {
+    std::string why = cudnn_version_problem(p, m);
+    if (!why.empty()) {
+      v.reason = prefix(b) + why;
+      return v;
+    }
   }
   std::string why = check_limits(p, b, row->limits);
   if (!why.empty()) {

@@ -2,6 +2,7 @@
 // tests/unit/readme_matrix_test.cpp fails when README.md and this output differ).
 #include <sstream>
 
+#include "backends/cudnn/known_bad.h"
 #include "dispatch/capability_table.h"
 #include "dispatch/select.h"
 
@@ -66,6 +67,22 @@ std::string support_matrix_markdown() {
     s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
       << yes(l.soft_cap) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
+  s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: ";
+  bool first = true;
+  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    for (const auto& r : dispatch::capability_table()) {
+      if (r.backend == b && r.status != dispatch::Status::kUnsupported && !r.limits.empty_rows) {
+        s << (first ? "" : ", ") << backend_name(b);
+        first = false;
+        break;
+      }
+    }
+  }
+  s << (first ? "none" : "") << ".\n\ncuDNN versions refused at selection: older than "
+    << cudnn_backend::kMinCudnnVersion;
+  for (const auto& w : cudnn_backend::kKnownBadWindows)
+    s << "; " << w.first << "–" << w.last << " (" << w.reason << ")";
+  s << ".\n";
   return s.str();
 }
 

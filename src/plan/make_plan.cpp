@@ -121,6 +121,7 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   d.kv_layout = r.opts.kv_layout;
   d.page_size = p.page_size;
   d.has_empty_rows = empty_rows;
+  d.max_kv_len = max_kv;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   const auto sel = dispatch::select(d, r.opts.backend, machine, dispatch::registry());

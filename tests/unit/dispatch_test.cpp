@@ -42,7 +42,7 @@ Registry full_registry(std::initializer_list<Backend> backends) {
 }
 
 CapabilityRow row(Backend b, bool window_without_causal) {
-  CapabilityRow r{Op::kSinglePrefill, b, 80, 90, Status::kValidated, {}, 0, 0, "test row"};
+  CapabilityRow r{Op::kSinglePrefill, b, 80, 90, Status::kValidated, {}, "test row"};
   r.limits.dtypes = {DType::kBF16};
   r.limits.head_dims = {128};
   r.limits.window_without_causal = window_without_causal;
@@ -108,6 +108,7 @@ TEST(Dispatch, RegistryGetAppliesTheGuard) {
 
 TEST(Dispatch, WindowRefusedByBackendThatCannotNamesParameterAndAlternatives) {
   const std::vector<CapabilityRow> table = {row(Backend::kSM80, false), row(Backend::kSM90, true)};
+  // (sm80 here is a stand-in: a backend without non-causal windows.)
   const Registry reg = full_registry({Backend::kSM80, Backend::kSM90});
   ProblemDesc p = cuda_problem();
   p.causal = false;
@@ -160,16 +161,38 @@ TEST(Dispatch, MissingInstantiationNamesBuildOption) {
 TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   std::vector<CapabilityRow> table = {row(Backend::kSM80, true), row(Backend::kSM90, true), row(Backend::kCUDNN, true)};
   table[1].status = Status::kDeclared;  // sm90 declared only
-  table[2].status = Status::kKnownBad;  // cudnn bad for 9.0.0 .. 9.1.0
-  table[2].bad_min_version = 90000;
-  table[2].bad_max_version = 90100;
+  table[2].limits.cudnn_versions = true;
   const Registry reg = full_registry({Backend::kSM80, Backend::kSM90, Backend::kCUDNN});
   MachineInfo m = hopper();
-  m.cudnn_version = 90050;
-  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kSM80);
-  EXPECT_THROW(select(cuda_problem(), Backend::kCUDNN, m, reg, table), Error);
-  m.cudnn_version = 91900;  // outside the bad window: a known-bad row is fine there
-  EXPECT_NO_THROW(select(cuda_problem(), Backend::kCUDNN, m, reg, table));
+  m.cudnn_version = 91400;  // known-bad for non-causal windows over long KV (known_bad.h)
+  ProblemDesc windowed = cuda_problem();
+  windowed.window_left = 100;
+  windowed.max_kv_len = 4096;
+  EXPECT_EQ(select(windowed, Backend::kAuto, m, reg, table).backend, Backend::kSM80)
+      << "validated first; cudnn is known-bad here";
+  try {
+    select(windowed, Backend::kCUDNN, m, reg, table);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("known-bad"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kCUDNN)
+      << "the same version is fine without a window";
+  m.cudnn_version = 91000;  // older than kMinCudnnVersion
+  EXPECT_NE(std::string(check_backend(cuda_problem(), Backend::kCUDNN, m, reg, table).reason).find("needs cuDNN"),
+            std::string::npos);
+  table[0].status = Status::kDeclared;
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kSM90)
+      << "no validated backend left: the fastest declared one";
+  m.cudnn_version = 91900;
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kCUDNN)
+      << "a validated backend before a faster declared one";
+  table[2].status = Status::kDeclared;
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kSM90)
+      << "speed order among declared rows: sm90 before cudnn";
+  table[1].status = Status::kKnownBad;
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, m, reg, table).backend, Backend::kCUDNN);
+  EXPECT_THROW(select(cuda_problem(), Backend::kSM90, m, reg, table), Error);
 }
 
 TEST(Dispatch, DeviceMismatchIsInvalidArgument) {

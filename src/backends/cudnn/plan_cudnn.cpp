@@ -1,0 +1,226 @@
+// detail::plan_cudnn: refuses what cuDNN cannot honour, builds (or fetches) the graph, and
+// copies the per-request arrays the graph reads into the caller's workspace.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "backends/cudnn/cudnn_backend.h"
+#include "backends/cudnn/cudnn_version.h"
+#include "backends/cudnn/graph_cache.h"
+#include "backends/cudnn/graph_key.h"
+#include "backends/cudnn/problem_checks.h"
+#include "backends/cudnn/run_state.h"
+#include "backends/cudnn/workspace_layout.h"
+#include "flashband/error.h"
+#include "plan/plan.h"
+
+namespace flashband::cudnn_backend {
+
+namespace {
+
+int64_t kv_tokens_of(const detail::Plan& plan) {
+  if (plan.params.op == Op::kSinglePrefill) return plan.params.max_kv_len;
+  return plan.total_kv_tokens;
+}
+
+// Rows of Q/O/LSE the launch covers.
+int64_t qo_rows_of(const core::AttentionParams& p) {
+  if (p.op == Op::kPagedDecode) return p.batch;
+  if (p.op == Op::kSinglePrefill) return p.max_qo_len;
+  return p.total_qo_tokens;
+}
+
+int compute_capability(int device) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    throw Error(ErrorCode::kCudaError,
+                "backend 'cudnn': cannot read the compute capability of device " + std::to_string(device));
+  }
+  return major * 10 + minor;
+}
+
+// The key of the graph `plan` needs, after every refusal that does not need a device.
+GraphKey planned_key(const detail::Plan& plan) {
+  check_problem(plan);
+  core::AttentionParams p = plan.params;
+  fill_canonical_strides(p, plan.opts.kv_layout, kv_tokens_of(plan));
+  GraphKeyContext ctx;
+  ctx.return_lse = plan.opts.return_lse;
+  ctx.num_pages = plan.num_pages;
+  ctx.device_id = plan.shape.device_id;
+  const GraphKey key = make_graph_key(p, ctx);
+
+  if (key.ragged_q()) {
+    const int64_t rows = p.total_qo_tokens;
+    check_offset_range("q", rows, key.q_stride_n);
+    check_offset_range("out", rows, key.o_stride_n);
+    if (key.return_lse) check_offset_range("lse", rows, key.lse_stride_n);
+  }
+  if (key.ragged_kv()) {
+    check_offset_range("k", plan.total_kv_tokens, key.k_stride_n);
+    check_offset_range("v", plan.total_kv_tokens, key.v_stride_n);
+  }
+  // (A plan with no query rows builds nothing, so an empty cache is fine there.)
+  if (key.paged() && qo_rows_of(p) > 0 && (key.page_size <= 0 || key.num_pages <= 0)) {
+    throw Error(ErrorCode::kInternal, "cudnn plan: paged problem with page_size " +
+                                          std::to_string(key.page_size) + " and num_pages " +
+                                          std::to_string(key.num_pages));
+  }
+  if (key.paged() && key.num_pages > std::numeric_limits<int32_t>::max() / kPageStrideMultiples) {
+    throw Error(ErrorCode::kUnsupported, "backend 'cudnn' does not support num_pages " +
+                                             std::to_string(key.num_pages) + " (at most 2^30 - 1)");
+  }
+  return key;
+}
+
+void check_version_for(const GraphKey& key) {
+  BadWindowProblem facts;
+  facts.version = runtime_version();
+  facts.sm = compute_capability(key.device_id);
+  facts.causal = key.causal;
+  facts.window_left = key.window_left;
+  facts.s_kv = key.s_kv;
+  facts.ragged = key.ragged_q() || key.ragged_kv();
+  check_version(facts);
+}
+
+// The int32 arrays of the index block, laid out as workspace_layout() says.
+std::vector<int32_t> stage_indices(const detail::Plan& plan, const GraphKey& key,
+                                   const WorkspaceLayout& l) {
+  std::vector<int32_t> s(l.index_bytes / sizeof(int32_t), 0);
+  auto at = [&](std::size_t byte_offset) { return s.data() + byte_offset / sizeof(int32_t); };
+  const int batch = key.batch;
+  const bool decode = key.layout == GraphLayout::kDecode;
+  if (l.seq_len_q != kAbsent) {
+    for (int b = 0; b < batch; ++b) {
+      at(l.seq_len_q)[b] = decode ? 1 : plan.qo_indptr[b + 1] - plan.qo_indptr[b];
+      at(l.seq_len_kv)[b] = plan.kv_lens[b];
+    }
+  }
+  auto offsets = [&](std::size_t field, const std::vector<int32_t>& indptr, int64_t stride) {
+    if (field == kAbsent) return;
+    for (int b = 0; b <= batch; ++b) at(field)[b] = static_cast<int32_t>(indptr[b] * stride);
+  };
+  offsets(l.ragged_q, plan.qo_indptr, key.q_stride_n);
+  offsets(l.ragged_o, plan.qo_indptr, key.o_stride_n);
+  offsets(l.ragged_stats, plan.qo_indptr, key.lse_stride_n);
+  offsets(l.ragged_k, plan.kv_indptr, key.k_stride_n);
+  offsets(l.ragged_v, plan.kv_indptr, key.v_stride_n);
+  if (l.page_table != kAbsent) {
+    const int w = key.page_table_width;
+    for (int b = 0; b < batch; ++b) {
+      const int first = plan.kv_indptr[b], pages = plan.kv_indptr[b + 1] - first;
+      if (pages > w) {
+        throw Error(ErrorCode::kInternal, "cudnn plan: request " + std::to_string(b) + " has " +
+                                              std::to_string(pages) + " pages, page table width is " +
+                                              std::to_string(w));
+      }
+      // Slots past a request's pages stay 0: a valid page that the padding mask never reads.
+      for (int j = 0; j < pages; ++j) {
+        const std::size_t slot = static_cast<std::size_t>(b) * w + j;
+        at(l.page_table)[slot] = plan.page_indices[first + j];
+        at(l.page_table_x2)[slot] = 2 * plan.page_indices[first + j];
+      }
+    }
+  }
+  return s;
+}
+
+char* aligned_base(const Workspace& ws) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(ws.data);
+  const std::uintptr_t aligned = (addr + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+  return static_cast<char*>(ws.data) + (aligned - addr);
+}
+
+}  // namespace
+
+int page_table_width(int max_kv_len, int page_size) {
+  if (page_size <= 0) return 0;
+  return static_cast<int>((bucket_length(max_kv_len) + page_size - 1) / page_size);
+}
+
+std::size_t cudnn_workspace_bytes(int batch, int page_table_width, std::size_t cudnn_graph_bytes) {
+  // The most any layout takes: two length arrays, five offset arrays, the two page tables,
+  // each padded to 16 bytes, then cuDNN's region aligned to kWorkspaceAlign, plus base slack.
+  const std::size_t b = batch > 0 ? static_cast<std::size_t>(batch) : 0;
+  const std::size_t w = page_table_width > 0 ? static_cast<std::size_t>(page_table_width) : 0;
+  const std::size_t ints = 2 * b + 5 * (b + 1) + kPageStrideMultiples * b * w;
+  return ints * sizeof(int32_t) + 9 * 16 + kWorkspaceAlign + cudnn_graph_bytes + kWorkspaceAlign;
+}
+
+std::size_t plan_workspace_bytes(const detail::Plan& plan) {
+  const GraphKey key = planned_key(plan);
+  if (qo_rows_of(plan.params) == 0) return 0;
+  check_version_for(key);
+  const auto graph = cached_graph(key);
+  return required_bytes(workspace_layout(key, static_cast<std::size_t>(graph->workspace_bytes)));
+}
+
+}  // namespace flashband::cudnn_backend
+
+namespace flashband::detail {
+
+void plan_cudnn(Plan& plan, const Workspace& workspace) {
+  using namespace cudnn_backend;
+  core::AttentionParams& p = plan.params;
+  auto state = std::make_shared<RunState>();
+  state->key = planned_key(plan);
+  const GraphKey& key = state->key;
+
+  // Launch reads only params.work; the host index arrays must not be mistaken for device ones.
+  p.qo_indptr = nullptr;
+  p.kv_indptr = nullptr;
+  p.page_indices = nullptr;
+  p.last_page_len = nullptr;
+  p.kv_lens = nullptr;
+
+  if (qo_rows_of(p) > 0) {
+    check_version_for(key);
+    state->graph = cached_graph(key);
+    const WorkspaceLayout l = workspace_layout(key, static_cast<std::size_t>(state->graph->workspace_bytes));
+    const std::size_t need = required_bytes(l);
+    if (need > 0 && (workspace.data == nullptr || workspace.bytes < need)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "backend 'cudnn' needs a workspace of " + std::to_string(need) + " bytes (" +
+                      std::to_string(l.index_bytes) + " for index arrays, " + std::to_string(l.cudnn_bytes) +
+                      " for cuDNN), got " + std::to_string(workspace.bytes));
+    }
+    if (need > 0) {
+      char* base = aligned_base(workspace);
+      auto ptr = [&](std::size_t off) {
+        return off == kAbsent ? nullptr : reinterpret_cast<int32_t*>(base + off);
+      };
+      state->seq_len_q = ptr(l.seq_len_q);
+      state->seq_len_kv = ptr(l.seq_len_kv);
+      state->ragged_q = ptr(l.ragged_q);
+      state->ragged_o = ptr(l.ragged_o);
+      state->ragged_stats = ptr(l.ragged_stats);
+      state->ragged_k = ptr(l.ragged_k);
+      state->ragged_v = ptr(l.ragged_v);
+      state->page_table = ptr(l.page_table);
+      state->page_table_x2 = ptr(l.page_table_x2);
+      state->cudnn_workspace = l.cudnn_bytes > 0 ? base + l.cudnn : nullptr;
+      state->cudnn_workspace_bytes = l.cudnn_bytes;
+      if (l.index_bytes > 0) {
+        state->staging = stage_indices(plan, key, l);
+        DeviceGuard guard(key.device_id);
+        const cudaError_t err =
+            cudaMemcpyAsync(base, state->staging.data(), l.index_bytes, cudaMemcpyHostToDevice,
+                            static_cast<cudaStream_t>(p.stream));
+        if (err != cudaSuccess) {
+          throw Error(ErrorCode::kCudaError,
+                      std::string("backend 'cudnn': copying the plan's index arrays failed: ") +
+                          cudaGetErrorString(err));
+        }
+      }
+      p.kv_lens = state->seq_len_kv;
+    }
+  }
+  p.work = state.get();
+  plan.backend_state = state;
+}
+
+}  // namespace flashband::detail
