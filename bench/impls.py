@@ -1,0 +1,312 @@
+"""The implementations timed side by side, on one case's inputs: every flashband GPU backend,
+and the peers in the same process -- torch SDPA with cuDNN or FlashAttention-2, and
+FlexAttention compiled with a block mask. Each prepares a zero-argument callable (timed) and
+returns its output in flashband's layout [B * qo_len, Hq, D] for the spot check.
+
+All tensors are bf16, NHD; the peers read the same memory through [B, H, S, D] views.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+import flashband
+from cases import Case
+
+DTYPE = torch.bfloat16
+WORKSPACE_MIN = 128 << 20  # like FlashInfer's usual float workspace
+
+
+class Inputs:
+    """Random inputs of one case (never zeros), contiguous-ragged and/or paged.
+
+    Paged prefill pages are a random permutation of the pool (realistic scatter); decode pages
+    are in request order so that the peers can read the same cache as a contiguous view."""
+
+    def __init__(self, case: Case, seed: int = 0):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        b, qo, kv, hq, hk, d = (case.batch, case.qo_len, case.kv_len, case.num_qo_heads,
+                                case.num_kv_heads, case.head_dim)
+        randn = lambda *shape: torch.randn(*shape, generator=g, device="cuda", dtype=DTYPE)
+        self.case = case
+        self.q = randn(b * qo, hq, d)
+        self.qo_indptr = torch.arange(b + 1, dtype=torch.int32) * qo
+        self.kv_indptr = torch.arange(b + 1, dtype=torch.int32) * kv
+        p = case.page_size
+        if not p:
+            self.k, self.v = randn(b * kv, hk, d), randn(b * kv, hk, d)
+            self.k_cache = self.v_cache = None
+            return
+        pages_per_req = kv // p
+        num_pages = b * pages_per_req
+        self.k_cache, self.v_cache = randn(num_pages, p, hk, d), randn(num_pages, p, hk, d)
+        if case.section == "decode":
+            self.indices = torch.arange(num_pages, dtype=torch.int32)
+        else:
+            self.indices = torch.randperm(num_pages, dtype=torch.int32)
+        self.page_indptr = torch.arange(b + 1, dtype=torch.int32) * pages_per_req
+        self.last_page_len = torch.full((b,), p, dtype=torch.int32)
+        self.k = self.v = None
+        self._indices_dev = self.indices.to("cuda", dtype=torch.long)
+
+    def request_kv(self, b: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """K, V of request b as [kv_len, Hk, D] (a gather for paged inputs)."""
+        c = self.case
+        if self.k is not None:
+            s = slice(b * c.kv_len, (b + 1) * c.kv_len)
+            return self.k[s], self.v[s]
+        n = c.kv_len // c.page_size
+        pages = self._indices_dev[b * n:(b + 1) * n]
+        shape = (c.kv_len, c.num_kv_heads, c.head_dim)
+        return self.k_cache[pages].reshape(shape), self.v_cache[pages].reshape(shape)
+
+    def contiguous_kv_views(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """[B, Hk, kv_len, D] views for the peers (ragged inputs, or decode's ordered pages)."""
+        c = self.case
+        k, v = (self.k, self.v) if self.k is not None else (self.k_cache, self.v_cache)
+        shape = (c.batch, c.kv_len, c.num_kv_heads, c.head_dim)
+        return k.view(shape).transpose(1, 2), v.view(shape).transpose(1, 2)
+
+    def q_view(self) -> torch.Tensor:
+        c = self.case
+        return self.q.view(c.batch, c.qo_len, c.num_qo_heads, c.head_dim).transpose(1, 2)
+
+
+def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1) -> float:
+    """Max |out - reference| over sampled query rows, the reference in float32 with an
+    explicit mask written from SPEC.md (bottom-right causal, window)."""
+    c = inputs.case
+    gen = torch.Generator().manual_seed(seed)
+    total = c.batch * c.qo_len
+    picks = torch.randperm(total, generator=gen)[:rows].tolist() + [0, total - 1]
+    by_request: Dict[int, List[int]] = {}
+    for t in sorted(set(picks)):
+        by_request.setdefault(t // c.qo_len, []).append(t % c.qo_len)
+    worst = 0.0
+    group = c.num_qo_heads // c.num_kv_heads
+    scale = 1.0 / math.sqrt(c.head_dim)
+    for b, qrows in by_request.items():
+        k, v = inputs.request_kv(b)
+        k = k.float().repeat_interleave(group, dim=1)     # [kv, Hq, D]
+        v = v.float().repeat_interleave(group, dim=1)
+        i = torch.tensor(qrows, device="cuda")
+        q = inputs.q[b * c.qo_len + i].float()              # [r, Hq, D]
+        s = torch.einsum("rhd,jhd->hrj", q, k) * scale
+        p = (i + c.kv_len - c.qo_len)[:, None]
+        j = torch.arange(c.kv_len, device="cuda")[None, :]
+        vis = torch.ones_like(j, dtype=torch.bool) & (j >= 0)
+        if c.causal:
+            vis = vis & (j <= p)
+        if c.window_left >= 0:
+            vis = vis & (j >= p - c.window_left)
+        s = s.masked_fill(~vis[None], -math.inf)
+        ref = torch.einsum("hrj,jhd->rhd", torch.softmax(s, dim=-1).nan_to_num(0.0), v)
+        got = out[b * c.qo_len + i].float()
+        worst = max(worst, (got - ref).abs().max().item())
+    return worst
+
+
+# --- flashband ---------------------------------------------------------------------------------
+
+class Flashband:
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.name = f"flashband-{backend}"
+
+    def skip_reason(self, c: Case) -> Optional[str]:
+        window = c.window_left if c.window_left < c.kv_len - 1 else -1
+        answer = flashband.supports(c.op, backend=self.backend, dtype="bfloat16", device="cuda",
+                                    head_dim=c.head_dim, num_qo_heads=c.num_qo_heads,
+                                    num_kv_heads=c.num_kv_heads, causal=c.causal,
+                                    window_left=window, page_size=c.page_size)
+        return None if answer else answer.reason
+
+    def prepare(self, x: Inputs):
+        c = x.case
+        need = flashband.batch_workspace_bytes(c.batch, c.batch * c.qo_len, c.num_qo_heads,
+                                               c.head_dim, "cuda")
+        ws = torch.empty(max(need, WORKSPACE_MIN), dtype=torch.uint8, device="cuda")
+        out = torch.empty_like(x.q)
+        common = dict(q_data_type=DTYPE)
+        if c.section == "decode":
+            w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", backend=self.backend)
+            w.plan(x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads, c.num_kv_heads,
+                   c.head_dim, c.page_size, **common)
+            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out)
+        elif c.page_size:
+            w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", backend=self.backend)
+            w.plan(x.qo_indptr, x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads,
+                   c.num_kv_heads, c.head_dim, c.page_size, causal=c.causal,
+                   window_left=c.window_left, **common)
+            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out)
+        else:
+            w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", backend=self.backend)
+            w.plan(x.qo_indptr, x.kv_indptr, c.num_qo_heads, c.num_kv_heads, c.head_dim,
+                   causal=c.causal, window_left=c.window_left, **common)
+            fn = lambda: w.run(x.q, x.k, x.v, out=out)
+
+        def info():
+            i = w.last_run_info
+            return {"variant": i.variant, "num_kv_splits": i.num_kv_splits} if i else {}
+
+        return fn, (lambda: out), info
+
+
+# --- torch SDPA (cuDNN, FlashAttention-2) ------------------------------------------------------
+
+class Sdpa:
+    def __init__(self, name: str, backend_attr: str):
+        self.name = name
+        self.backend_attr = backend_attr
+
+    def skip_reason(self, c: Case) -> Optional[str]:
+        if c.window_left >= 0:
+            return "SDPA has no sliding window (only a dense mask)"
+        if c.page_size and c.section != "decode":
+            return "paged section compares flashband with itself"
+        return None
+
+    def prepare(self, x: Inputs):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention.bias import causal_lower_right
+
+        c = x.case
+        backend = getattr(SDPBackend, self.backend_attr)
+        q = x.q_view()
+        k, v = x.contiguous_kv_views()
+        kw = dict(enable_gqa=c.num_qo_heads != c.num_kv_heads)
+        if c.causal and c.qo_len == c.kv_len:
+            kw["is_causal"] = True              # top-left == bottom-right when square
+        elif c.causal:
+            kw["attn_mask"] = causal_lower_right(c.qo_len, c.kv_len)
+        held = []
+
+        def fn():
+            with sdpa_kernel([backend]):
+                held[:] = [F.scaled_dot_product_attention(q, k, v, **kw)]
+
+        def out():
+            return held[0].transpose(1, 2).reshape(x.q.shape)
+
+        return fn, out, dict
+
+
+# --- FlexAttention -----------------------------------------------------------------------------
+
+_FLEX = None
+
+
+def _flex():
+    global _FLEX
+    if _FLEX is None:
+        import torch._dynamo
+        from torch.nn.attention.flex_attention import flex_attention
+
+        # Each mask / shape is a recompile; the default limit (8) would silently fall back
+        # to the eager (very slow) path partway through the matrix.
+        torch._dynamo.config.cache_size_limit = 256
+        if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
+            torch._dynamo.config.accumulated_cache_size_limit = 4096
+        _FLEX = torch.compile(flex_attention)
+    return _FLEX
+
+
+def _mask_mod(offset: int, causal: bool, window: int):
+    """SPEC.md's visibility with bottom-right alignment p = q_idx + offset. The numbers are
+    captured as tensors so that a new window or offset is an input, not a recompile."""
+    off = torch.tensor(offset, device="cuda")
+    win = torch.tensor(window, device="cuda")
+    if causal and window >= 0:
+        return lambda b, h, q, kv: (kv <= q + off) & (kv >= q + off - win)
+    if causal:
+        return lambda b, h, q, kv: kv <= q + off
+    return lambda b, h, q, kv: kv >= q + off - win
+
+
+class Flex:
+    name = "flex"
+
+    def skip_reason(self, c: Case) -> Optional[str]:
+        if c.section not in ("window", "chunk"):
+            return "FlexAttention is the peer of the window and chunk sections only"
+        return None
+
+    def prepare(self, x: Inputs):
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        c = x.case
+        flex = _flex()
+        # FlexAttention's own layout, [B, H, S, D] contiguous (a copy made outside the timing).
+        q = x.q_view().contiguous()
+        k, v = (t.contiguous() for t in x.contiguous_kv_views())
+        block_mask = None
+        if c.causal or c.window_left >= 0:
+            block_mask = create_block_mask(_mask_mod(c.kv_len - c.qo_len, c.causal, c.window_left),
+                                           None, None, c.qo_len, c.kv_len, device="cuda")
+        gqa = c.num_qo_heads != c.num_kv_heads
+        held = []
+
+        def fn():
+            held[:] = [flex(q, k, v, block_mask=block_mask, enable_gqa=gqa)]
+
+        def out():
+            return held[0].transpose(1, 2).reshape(x.q.shape)
+
+        return fn, out, dict
+
+
+def implementations() -> List[object]:
+    """Every flashband GPU backend in this build, then the peers."""
+    impls: List[object] = [Flashband(b) for b in flashband.built_backends() if b != "cpu"]
+    impls += [Sdpa("sdpa-cudnn", "CUDNN_ATTENTION"), Sdpa("sdpa-fa2", "FLASH_ATTENTION"), Flex()]
+    return impls
+
+
+# --- ceilings ----------------------------------------------------------------------------------
+
+def ceilings(time_ms: Callable[[Callable[[], object]], float]) -> Dict[str, float]:
+    """Device-to-device copy bandwidth (bytes read + written) and the bf16 GEMM rate."""
+    out: Dict[str, float] = {}
+    src = torch.randn(1 << 29, device="cuda", dtype=DTYPE)  # 1 GiB
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src))
+    out["copy_tbps"] = 2 * src.numel() * src.element_size() / ms / 1e9
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=DTYPE)
+    b = torch.randn(n, n, device="cuda", dtype=DTYPE)
+    ms = time_ms(lambda: a @ b)
+    out["gemm_tflops"] = 2 * n ** 3 / ms / 1e9
+    return out
+
+
+def versions() -> Dict[str, object]:
+    import platform
+    import subprocess
+
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    info = {
+        "gpu": torch.cuda.get_device_name(0),
+        "compute_capability": "%d.%d" % torch.cuda.get_device_capability(0),
+        "sm_count": props.multi_processor_count,
+        "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "flashband": flashband.__version__,
+        "flashband_backends": list(flashband.built_backends()),
+    }
+    try:
+        info["driver"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+    except Exception:  # nvidia-smi is optional
+        pass
+    return info

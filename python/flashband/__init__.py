@@ -1,0 +1,47 @@
+"""flashband: attention kernels for LLM serving with FlashInfer's semantics and names.
+
+Switching from FlashInfer is a rename: ``flashinfer.single_prefill_with_kv_cache`` ->
+``flashband.single_prefill_with_kv_cache``, and so on for the batch wrappers and
+``merge_state(s)``. Tensors may come from any DLPack framework (torch, NumPy, CuPy) and
+are never copied; errors are ``flashband.FlashbandError`` subclasses (see flashband.errors).
+"""
+
+# errors first: the native module looks its exception classes up at import.
+from .errors import (CudaError, FlashbandError, InternalError, InvalidArgumentError,
+                     NotBuiltError, UnsupportedError)
+from . import _C
+from ._common import last_run_info
+from .capability import (ProblemDesc, SupportAnswer, batch_workspace_bytes, built_backends,
+                         caps, select_backend, support_matrix, supports)
+from .cascade import merge_state, merge_states
+from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
+from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
+                      single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
+
+__version__ = _C.__version__
+
+__all__ = [
+    "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithRaggedKVCacheWrapper",
+    "CudaError",
+    "FlashbandError",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotBuiltError",
+    "ProblemDesc",
+    "SupportAnswer",
+    "UnsupportedError",
+    "batch_workspace_bytes",
+    "built_backends",
+    "caps",
+    "last_run_info",
+    "merge_state",
+    "merge_states",
+    "select_backend",
+    "single_decode_with_kv_cache",
+    "single_prefill_with_kv_cache",
+    "single_prefill_with_kv_cache_return_lse",
+    "support_matrix",
+    "supports",
+]

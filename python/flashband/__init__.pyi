@@ -1,0 +1,154 @@
+# Type stubs for the public API of flashband (hand-written; python/tests/test_api.py checks
+# that every public name is here with the runtime's parameter names).
+from typing import Any, Dict, Optional, Tuple, Union
+
+from typing_extensions import TypeAlias
+
+from . import _C
+from .errors import (CudaError as CudaError, FlashbandError as FlashbandError,
+                     InternalError as InternalError, InvalidArgumentError as InvalidArgumentError,
+                     NotBuiltError as NotBuiltError, UnsupportedError as UnsupportedError)
+
+# Any DLPack array (torch.Tensor, numpy.ndarray, cupy.ndarray, ...); never copied.
+Array: TypeAlias = Any
+# A dtype as "float16" / "bfloat16" / "float32", a torch dtype or a NumPy dtype.
+DTypeLike: TypeAlias = Any
+# (k_cache, v_cache), or one stacked [num_pages, 2, ...] array.
+PagedKVCache: TypeAlias = Union[Tuple[Array, Array], Array]
+
+__version__: str
+ProblemDesc = _C.ProblemDesc
+SupportAnswer = _C.SupportAnswer
+
+def single_prefill_with_kv_cache(
+    q: Array, k: Array, v: Array, *,
+    causal: bool = False,
+    kv_layout: str = "NHD",
+    window_left: int = -1,
+    logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None,
+    return_lse: bool = False,
+    backend: str = "auto",
+    out: Optional[Array] = None,
+    lse: Optional[Array] = None,
+    custom_mask: None = None,
+    packed_custom_mask: None = None,
+    pos_encoding_mode: str = "NONE",
+    use_fp16_qk_reduction: bool = False,
+    rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None,
+) -> Union[Array, Tuple[Array, Array]]: ...
+
+def single_prefill_with_kv_cache_return_lse(q: Array, k: Array, v: Array,
+                                            **kwargs: Any) -> Tuple[Array, Array]: ...
+
+def single_decode_with_kv_cache(
+    q: Array, k: Array, v: Array, *,
+    kv_layout: str = "NHD",
+    window_left: int = -1,
+    logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None,
+    return_lse: bool = False,
+    backend: str = "auto",
+    pos_encoding_mode: str = "NONE",
+    use_tensor_cores: bool = False,
+    rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None,
+) -> Union[Array, Tuple[Array, Array]]: ...
+
+class BatchPrefillWithRaggedKVCacheWrapper:
+    last_run_info: Optional[_C.RunInfo]
+    def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, *, backend: str = "auto") -> None: ...
+    @property
+    def kv_layout(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffer: Optional[Array] = None) -> None: ...
+    def plan(self, qo_indptr: Array, kv_indptr: Array, num_qo_heads: int, num_kv_heads: int,
+             head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             sm_scale: Optional[float] = None, q_data_type: DTypeLike = "float16",
+             kv_data_type: Optional[DTypeLike] = None, return_lse: bool = False,
+             custom_mask: None = None, packed_custom_mask: None = None,
+             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             non_blocking: bool = True) -> None: ...
+    def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
+            lse: Optional[Array] = None,
+            return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+
+class BatchPrefillWithPagedKVCacheWrapper:
+    last_run_info: Optional[_C.RunInfo]
+    def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, *, backend: str = "auto") -> None: ...
+    @property
+    def kv_layout(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffer: Optional[Array] = None) -> None: ...
+    def plan(self, qo_indptr: Array, paged_kv_indptr: Array, paged_kv_indices: Array,
+             paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int,
+             head_dim_qk: int, page_size: int, *, head_dim_vo: Optional[int] = None,
+             causal: bool = False, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+             return_lse: bool = False, num_pages: Optional[int] = None,
+             custom_mask: None = None, packed_custom_mask: None = None,
+             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             non_blocking: bool = True) -> None: ...
+    def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
+            lse: Optional[Array] = None, return_lse: bool = False, k_scale: None = None,
+            v_scale: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+
+class BatchDecodeWithPagedKVCacheWrapper:
+    last_run_info: Optional[_C.RunInfo]
+    def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, use_tensor_cores: bool = False, *,
+                 backend: str = "auto") -> None: ...
+    @property
+    def kv_layout(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffer: Optional[Array] = None) -> None: ...
+    def plan(self, indptr: Array, indices: Array, last_page_len: Array, num_qo_heads: int,
+             num_kv_heads: int, head_dim: int, page_size: int, *, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+             data_type: Optional[DTypeLike] = None, return_lse: bool = False,
+             num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             non_blocking: bool = True) -> None: ...
+    def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
+            lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
+            k_scale: None = None,
+            v_scale: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+
+def merge_state(v_a: Array, s_a: Array, v_b: Array, s_b: Array, *,
+                v_out: Optional[Array] = None,
+                s_out: Optional[Array] = None) -> Tuple[Array, Array]: ...
+def merge_states(v: Array, s: Array, *, v_out: Optional[Array] = None,
+                 s_out: Optional[Array] = None) -> Tuple[Array, Array]: ...
+
+def supports(op: str = "single_prefill", *, backend: str = "auto",
+             dtype: DTypeLike = "bfloat16", device: Any = "cuda", head_dim: int = 128,
+             num_qo_heads: int = 1, num_kv_heads: int = 1, causal: bool = False,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
+             has_empty_rows: bool = False) -> _C.SupportAnswer: ...
+def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
+                   device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
+                   num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
+                   logits_soft_cap: Optional[float] = None, return_lse: bool = False,
+                   kv_layout: str = "NHD", page_size: int = 0,
+                   has_empty_rows: bool = False) -> str: ...
+def built_backends() -> Tuple[str, ...]: ...
+def support_matrix() -> str: ...
+def caps() -> Dict[str, Any]: ...
+def batch_workspace_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int,
+                          head_dim: int, device: Any = "cuda") -> int: ...
+def last_run_info() -> Optional[_C.RunInfo]: ...

@@ -1,0 +1,182 @@
+"""Everything that depends on the array framework (torch, NumPy, CuPy) lives here.
+
+The native module takes any DLPack array without copying; what it cannot do is allocate an
+output in the caller's framework, find the caller's current CUDA stream, or copy an index
+array to the host. Those few operations are dispatched on the array's type below; torch and
+CuPy are never imported here, only used when the caller's array comes from them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Tuple
+
+import numpy as np
+
+from .errors import InvalidArgumentError, UnsupportedError
+
+_DTYPE_ALIASES = {
+    "float16": "float16", "fp16": "float16", "half": "float16", "f16": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float32": "float32", "fp32": "float32", "float": "float32", "f32": "float32",
+}
+
+
+def kind(x: Any) -> str:
+    """'torch', 'numpy', 'cupy' or 'other' (any other DLPack producer)."""
+    module = type(x).__module__
+    for name in ("torch", "numpy", "cupy"):
+        if module == name or module.startswith(name + "."):
+            return name
+    return "other"
+
+
+def _torch():
+    return sys.modules["torch"]  # imported: the caller handed us a torch tensor
+
+
+def _cupy():
+    return sys.modules["cupy"]
+
+
+_NO_SYNC_EXPORT: "bool | None" = None  # does torch's __dlpack__ take stream=-1? (first call)
+
+
+def native(x: Any) -> Any:
+    """What to hand the native module for x (which converts any DLPack object).
+
+    torch CUDA tensors go as a capsule exported with stream=-1 ("no synchronisation", array
+    API): flashband already runs on the caller's current stream, and torch's default export
+    (stream=None) would make the legacy default stream wait on that stream every call -- an
+    extra event per tensor, and an error inside a CUDA graph capture. Tensors that require
+    grad are detached first (DLPack refuses them; flashband has no backward)."""
+    global _NO_SYNC_EXPORT
+    if x is None or kind(x) != "torch" or x.device.type != "cuda":
+        return x
+    if x.requires_grad:
+        x = x.detach()
+    if _NO_SYNC_EXPORT is False:
+        return x
+    try:
+        capsule = x.__dlpack__(stream=-1)
+    except TypeError:  # a torch without the stream argument: nanobind's export (synchronising)
+        _NO_SYNC_EXPORT = False
+        return x
+    _NO_SYNC_EXPORT = True
+    return capsule
+
+
+def dtype_name(x: Any) -> str:
+    """The array's dtype as 'float16', 'bfloat16', 'float32', 'int32', ..."""
+    if kind(x) == "torch":
+        return str(x.dtype).removeprefix("torch.")
+    return np.dtype(x.dtype).name
+
+
+def canonical_dtype(spec: Any, what: str) -> str:
+    """A dtype given as a string, a torch dtype or a NumPy dtype -> 'float16' etc."""
+    if isinstance(spec, str):
+        name = spec.removeprefix("torch.")
+    elif type(spec).__module__.startswith("torch"):
+        name = str(spec).removeprefix("torch.")
+    else:
+        try:
+            name = np.dtype(spec).name
+        except TypeError:
+            raise InvalidArgumentError(f"{what}: {spec!r} is not a dtype") from None
+    if name not in _DTYPE_ALIASES:
+        raise InvalidArgumentError(
+            f"{what}: {name} is not one of float16, bfloat16, float32")
+    return _DTYPE_ALIASES[name]
+
+
+def device_of(x: Any) -> Tuple[str, int]:
+    """('cpu', 0) or ('cuda', index)."""
+    k = kind(x)
+    if k == "torch":
+        dev = x.device
+        if dev.type == "cuda":
+            return "cuda", dev.index if dev.index is not None else _torch().cuda.current_device()
+        return dev.type, 0
+    if k == "cupy":
+        return "cuda", int(x.device.id)
+    if k == "numpy":
+        return "cpu", 0
+    dev_type, dev_id = x.__dlpack_device__()
+    return ("cuda" if int(dev_type) == 2 else "cpu"), int(dev_id)
+
+
+def current_stream(x: Any) -> int:
+    """The caller's current CUDA stream on x's device, as an int; 0 for host arrays."""
+    k = kind(x)
+    if k == "torch" and x.device.type == "cuda":
+        return int(_torch().cuda.current_stream(x.device).cuda_stream)
+    if k == "cupy":
+        return int(_cupy().cuda.get_current_stream().ptr)
+    return 0
+
+
+def device_guard(x: Any):
+    """Makes x's GPU the current device for the duration of a call (torch and CuPy)."""
+    k = kind(x)
+    if k == "torch" and x.device.type == "cuda":
+        torch = _torch()
+        if x.device.index is not None and x.device.index != torch.cuda.current_device():
+            return torch.cuda.device(x.device)
+    elif k == "cupy":
+        return x.device
+    return contextlib.nullcontext()
+
+
+def empty_like(x: Any) -> Any:
+    k = kind(x)
+    if k == "torch":
+        return _torch().empty_like(x)
+    if k == "cupy":
+        return _cupy().empty_like(x)
+    if k == "numpy":
+        return np.empty_like(x)
+    raise UnsupportedError(
+        f"out: cannot allocate an output like a {type(x).__name__}; pass out= explicitly")
+
+
+def empty(like: Any, shape: Tuple[int, ...], dtype: str) -> Any:
+    """An uninitialised array of `dtype` ('float32', 'uint8', ...) in like's framework/device."""
+    k = kind(like)
+    if k == "torch":
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if k == "cupy":
+        cp = _cupy()
+        with like.device:
+            return cp.empty(shape, dtype=dtype)
+    if k == "numpy":
+        return np.empty(shape, dtype=dtype)
+    raise UnsupportedError(
+        f"cannot allocate in the framework of a {type(like).__name__}; pass out=/lse= explicitly")
+
+
+def host_int32(x: Any, what: str) -> np.ndarray:
+    """A contiguous host int32 copy (or view) of an index array on any device.
+
+    plan() does host work, as in FlashInfer, so device index arrays are copied back here
+    (a synchronising copy). Integer arrays of another width are converted when every value
+    fits; anything else is an error naming `what`.
+    """
+    k = kind(x)
+    if k == "torch":
+        x = x.detach().to("cpu").numpy()
+    elif k == "cupy":
+        x = x.get()
+    a = np.asarray(x)
+    if a.ndim != 1:
+        raise InvalidArgumentError(f"{what}: must be 1-D; got shape {tuple(a.shape)}")
+    if a.dtype != np.int32:
+        if not np.issubdtype(a.dtype, np.integer) and a.size > 0:
+            raise InvalidArgumentError(f"{what}: dtype {a.dtype} is not an integer type")
+        converted = a.astype(np.int32)
+        if not np.array_equal(converted, a):
+            raise InvalidArgumentError(f"{what}: values do not fit in int32")
+        a = converted
+    return np.ascontiguousarray(a)

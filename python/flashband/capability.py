@@ -1,0 +1,92 @@
+"""What this build and machine can run. supports() and select_backend() ask the same
+capability table and selection function that every run uses, so "supported?" and "what
+runs" cannot disagree."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from . import _C
+from . import _frameworks as fw
+from .errors import InvalidArgumentError
+
+__all__ = ["supports", "select_backend", "caps", "support_matrix", "batch_workspace_bytes",
+           "built_backends", "ProblemDesc", "SupportAnswer"]
+
+ProblemDesc = _C.ProblemDesc
+SupportAnswer = _C.SupportAnswer
+
+
+def _device(device: Any) -> Tuple[str, int]:
+    """'cpu', 'cuda', 'cuda:1' or a torch.device -> (type, index)."""
+    text = str(device)
+    kind, _, index = text.partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise InvalidArgumentError(f"device: {text!r} is not 'cpu', 'cuda' or 'cuda:N'")
+    return kind, int(index) if index else 0
+
+
+def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
+             num_kv_heads: int, causal: bool, window_left: int,
+             logits_soft_cap: Optional[float], return_lse: bool, kv_layout: str,
+             page_size: int, has_empty_rows: bool) -> "_C.ProblemDesc":
+    kind, index = _device(device)
+    return _C.ProblemDesc(op=op, dtype=fw.canonical_dtype(dtype, "dtype"), device=kind,
+                          device_id=index, head_dim=head_dim, num_qo_heads=num_qo_heads,
+                          num_kv_heads=num_kv_heads, causal=causal, window_left=window_left,
+                          soft_cap=bool(logits_soft_cap), return_lse=return_lse,
+                          kv_layout=kv_layout, page_size=page_size,
+                          has_empty_rows=has_empty_rows)
+
+
+def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = "bfloat16",
+             device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
+             num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, return_lse: bool = False,
+             kv_layout: str = "NHD", page_size: int = 0,
+             has_empty_rows: bool = False) -> "_C.SupportAnswer":
+    """Whether `backend` can run this problem on this machine. The answer is truthy when it
+    can; otherwise .reason names the parameter. op: 'single_prefill', 'ragged_prefill',
+    'paged_prefill' or 'paged_decode'. window_left is taken as given (a window wider than
+    every kv_len is normalised to -1 by plan(); pass -1 for it here). has_empty_rows: some
+    query row sees no key (causal with qo_len > kv_len, or an empty KV)."""
+    problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
+                       window_left, logits_soft_cap, return_lse, kv_layout, page_size,
+                       has_empty_rows)
+    return _C.supports(problem, backend)
+
+
+def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", device: Any = "cuda",
+                   head_dim: int = 128, num_qo_heads: int = 1, num_kv_heads: int = 1,
+                   causal: bool = False, window_left: int = -1,
+                   logits_soft_cap: Optional[float] = None, return_lse: bool = False,
+                   kv_layout: str = "NHD", page_size: int = 0,
+                   has_empty_rows: bool = False) -> str:
+    """The backend 'auto' would pick; raises UnsupportedError saying why when none can."""
+    return _C.select_backend(_problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads,
+                                      causal, window_left, logits_soft_cap, return_lse,
+                                      kv_layout, page_size, has_empty_rows))
+
+
+def built_backends() -> Tuple[str, ...]:
+    """Backends compiled into this build (supports() also checks the GPU)."""
+    return tuple(_C.built_backends)
+
+
+def support_matrix() -> str:
+    """The support matrix, as markdown."""
+    return _C.support_matrix_markdown()
+
+
+def caps() -> Dict[str, Any]:
+    """Version, built backends, CUDA architectures and the support matrix."""
+    return {"version": _C.__version__, "built_backends": built_backends(),
+            "cuda_archs": _C.cuda_archs, "support_matrix": support_matrix()}
+
+
+def batch_workspace_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int,
+                          head_dim: int, device: Any = "cuda") -> int:
+    """Workspace bytes any batch plan needs for these maxima (split-KV included); size a
+    wrapper's float_workspace_buffer with it. 0 for the cpu backend."""
+    kind, _ = _device(device)
+    return int(_C.batch_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind))

@@ -1,0 +1,84 @@
+"""Decode: one query per request over a paged KV cache (FlashInfer's ``flashinfer.decode``
+names and arguments). Decode is prefill with qo_len = 1 and gives the same result."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Union
+
+from . import _C
+from . import _frameworks as fw
+from ._common import refuse_unsupported
+from ._wrapper import BatchWrapperBase
+from .errors import InvalidArgumentError
+from .prefill import _num_pages, _paged_call, single_prefill_with_kv_cache
+
+__all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
+
+
+def single_decode_with_kv_cache(
+    q: Any, k: Any, v: Any, *,
+    kv_layout: str = "NHD",
+    window_left: int = -1,
+    logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None,
+    return_lse: bool = False,
+    backend: str = "auto",
+    pos_encoding_mode: str = "NONE",
+    use_tensor_cores: bool = False,
+    rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None,
+) -> Union[Any, Tuple[Any, Any]]:
+    """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
+    or (out, lse [Hq]) when return_lse."""
+    del use_tensor_cores, rope_scale, rope_theta
+    refuse_unsupported(pos_encoding_mode=pos_encoding_mode)
+    if len(q.shape) != 2:
+        raise InvalidArgumentError(f"q: decode expects [num_qo_heads, head_dim], got {tuple(q.shape)}")
+    result = single_prefill_with_kv_cache(
+        q[None], k, v, kv_layout=kv_layout, window_left=window_left,
+        logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, return_lse=return_lse,
+        backend=backend)
+    if return_lse:
+        return result[0][0], result[1][0]
+    return result[0]
+
+
+class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
+    """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
+    or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper)."""
+
+    _native_class = _C.BatchDecodePaged
+
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, use_tensor_cores: bool = False, *,
+                 backend: str = "auto") -> None:
+        del use_tensor_cores  # the backend chooses its kernels
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+
+    def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
+             num_kv_heads: int, head_dim: int, page_size: int, *,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             sm_scale: Optional[float] = None, q_data_type: Any = "float16",
+             kv_data_type: Any = None, data_type: Any = None, return_lse: bool = False,
+             num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             non_blocking: bool = True) -> None:
+        """data_type: FlashInfer's older name for both q_data_type and kv_data_type.
+        return_lse, num_pages: flashband extensions, as in the paged prefill wrapper."""
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode)
+        del rope_scale, rope_theta, non_blocking
+        if data_type is not None:
+            q_data_type = kv_data_type = data_type
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)
+        args = (fw.host_int32(indptr, "indptr"), fw.host_int32(indices, "indices"),
+                fw.host_int32(last_page_len, "last_page_len"), page_size,
+                _num_pages(num_pages), num_qo_heads, num_kv_heads, head_dim, dtype)
+        self._do_plan(args, dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
+                                 sm_scale=sm_scale), return_lse, num_qo_heads)
+
+    def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
+            return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
+            v_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        """out [batch, Hq, D], or (out, lse [batch, Hq] float32, base 2)."""
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))

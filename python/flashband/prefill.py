@@ -1,0 +1,182 @@
+"""Prefill: single request, and batches over a ragged or a paged KV cache (FlashInfer's
+``flashinfer.prefill`` names and arguments).
+
+Every tensor may come from any DLPack framework (torch, NumPy, CuPy); nothing is copied.
+Work runs on the tensors' device and, for GPU tensors, on the caller's current stream.
+Arguments after the tensors are keyword-only: FlashInfer's positional order has changed
+between releases, keywords have not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Union
+
+from . import _C
+from . import _frameworks as fw
+from ._common import make_options, outputs, record, refuse_unsupported
+from ._wrapper import BatchWrapperBase
+from .errors import InvalidArgumentError
+
+__all__ = [
+    "single_prefill_with_kv_cache",
+    "single_prefill_with_kv_cache_return_lse",
+    "BatchPrefillWithRaggedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+]
+
+
+def single_prefill_with_kv_cache(
+    q: Any, k: Any, v: Any, *,
+    causal: bool = False,
+    kv_layout: str = "NHD",
+    window_left: int = -1,
+    logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None,
+    return_lse: bool = False,
+    backend: str = "auto",
+    out: Any = None,
+    lse: Any = None,
+    custom_mask: Any = None,
+    packed_custom_mask: Any = None,
+    pos_encoding_mode: str = "NONE",
+    use_fp16_qk_reduction: bool = False,
+    rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None,
+) -> Union[Any, Tuple[Any, Any]]:
+    """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
+    [Hk, kv_len, D] (HND). Returns out [qo_len, Hq, D] (q's dtype), or (out, lse) with lse
+    [qo_len, Hq] float32 base-2 when return_lse. Causal masking is bottom-right aligned;
+    window_left >= 0 keeps keys p(i) - window_left .. (SPEC.md).
+
+    out/lse: written in place when given (and returned), else allocated like q.
+    use_fp16_qk_reduction is accepted and ignored (flashband always accumulates in fp32);
+    rope_scale/rope_theta only matter with a RoPE pos_encoding_mode, which is refused.
+    """
+    refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+                       pos_encoding_mode=pos_encoding_mode)
+    del use_fp16_qk_reduction, rope_scale, rope_theta
+    heads = q.shape[1]
+    out, lse = outputs(q, out, lse, return_lse, heads)
+    opts = make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
+                        sm_scale=sm_scale, return_lse=return_lse, kv_layout=kv_layout,
+                        backend=backend, stream=fw.current_stream(q))
+    workspace = None
+    device, _ = fw.device_of(q)
+    if device == "cuda":  # room for a split-KV plan; the caching allocator makes this cheap
+        nbytes = _C.batch_workspace_bytes(1, q.shape[0], heads, q.shape[2], "cuda")
+        if nbytes > 0:
+            workspace = fw.empty(q, (nbytes,), "uint8")
+    n = fw.native
+    with fw.device_guard(q):
+        record(_C.single_prefill(n(q), n(k), n(v), n(out), n(lse), opts, n(workspace)))
+    return (out, lse) if return_lse else out
+
+
+def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, **kwargs: Any) -> Tuple[Any, Any]:
+    """single_prefill_with_kv_cache(..., return_lse=True)."""
+    return single_prefill_with_kv_cache(q, k, v, return_lse=True, **kwargs)
+
+
+class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
+    """Batch prefill over a ragged (CSR) KV: request b's queries are rows
+    qo_indptr[b]..qo_indptr[b+1] of q [nnz_qo, Hq, D], its keys rows kv_indptr[b].. of
+    k, v [nnz_kv, Hk, D] (NHD) or [Hk, nnz_kv, D] (HND).
+
+    float_workspace_buffer: any contiguous array on the device the batch runs on (e.g.
+    torch.empty(128 << 20, dtype=torch.uint8, device="cuda")), at least
+    batch_workspace_bytes(...) bytes; it must outlive the runs of a plan.
+    """
+
+    _native_class = _C.BatchPrefillRagged
+
+    def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
+             head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             sm_scale: Optional[float] = None, q_data_type: Any = "float16",
+             kv_data_type: Any = None, return_lse: bool = False, custom_mask: Any = None,
+             packed_custom_mask: Any = None, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, rope_scale: Optional[float] = None,
+             rope_theta: Optional[float] = None, non_blocking: bool = True) -> None:
+        """Host work for a batch (index arrays may live on any device; they are copied to the
+        host). return_lse (flashband extension): plan for runs that return LSE; a run that
+        differs re-plans once, so say it here to keep plan() off the run path."""
+        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+                           pos_encoding_mode=pos_encoding_mode)
+        del use_fp16_qk_reduction, rope_scale, rope_theta, non_blocking
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
+        qo = fw.host_int32(qo_indptr, "qo_indptr")
+        kv = fw.host_int32(kv_indptr, "kv_indptr")
+        args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
+        self._do_plan(args, dict(causal=causal, window_left=window_left,
+                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                      return_lse, num_qo_heads)
+
+    def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
+            return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
+        """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2)."""
+        n = fw.native
+        return self._run(q, out, lse, return_lse,
+                         lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l)))
+
+
+class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
+    """Batch prefill over a paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or
+    [num_pages, Hk, page_size, D] (HND), given to run() as a (k, v) tuple or stacked
+    [num_pages, 2, ...]. Request b's pages are
+    paged_kv_indices[paged_kv_indptr[b] : paged_kv_indptr[b+1]], its last page holding
+    paged_kv_last_page_len[b] tokens."""
+
+    _native_class = _C.BatchPrefillPaged
+
+    def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
+             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
+             head_dim_qk: int, page_size: int, *, head_dim_vo: Optional[int] = None,
+             causal: bool = False, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None,
+             return_lse: bool = False, num_pages: Optional[int] = None,
+             custom_mask: Any = None, packed_custom_mask: Any = None,
+             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             non_blocking: bool = True) -> None:
+        """num_pages (flashband extension): pages in the cache, to check the indices at plan
+        time; by default they are checked against the cache given to run()."""
+        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+                           pos_encoding_mode=pos_encoding_mode)
+        del use_fp16_qk_reduction, rope_scale, rope_theta, non_blocking
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
+        qo = fw.host_int32(qo_indptr, "qo_indptr")
+        indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
+        indices = fw.host_int32(paged_kv_indices, "paged_kv_indices")
+        last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
+        args = (qo, indptr, indices, last, page_size, _num_pages(num_pages), num_qo_heads,
+                num_kv_heads, head_dim_qk, dtype)
+        self._do_plan(args, dict(causal=causal, window_left=window_left,
+                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                      return_lse, num_qo_heads)
+
+    def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
+            return_lse: bool = False, k_scale: Any = None,
+            v_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        refuse_unsupported(k_scale=k_scale, v_scale=v_scale)
+        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+
+
+def _num_pages(num_pages: Optional[int]) -> int:
+    if num_pages is None:
+        return 2**31 - 1  # unknown at plan time: run() checks against the cache it gets
+    if num_pages < 0:
+        raise InvalidArgumentError(f"num_pages: got {num_pages}, allowed: >= 0")
+    return int(num_pages)
+
+
+def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
+    """run() of a paged native object, for a (k, v) pair or a stacked [P, 2, ...] cache."""
+    n = fw.native
+    if isinstance(paged_kv_cache, (tuple, list)):
+        if len(paged_kv_cache) != 2:
+            raise InvalidArgumentError(
+                f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
+        k, v = paged_kv_cache
+        return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l))
+    return lambda o, l: wrapper._native.run_stacked(n(q), n(paged_kv_cache), n(o), n(l))

@@ -1,0 +1,194 @@
+// The three batch plan/run objects. plan() takes host int32 index arrays (the Python layer
+// copies device arrays to the host, as FlashInfer's plan does) and checks here what the
+// C++ API cannot see from bare pointers: the lengths of the arrays.
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bind.h"
+#include "convert.h"
+#include "flashband/error.h"
+
+namespace flashband::python {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+// Batch size from an indptr of batch + 1 entries.
+int batch_of(const HostIndex& indptr, const char* what) {
+  if (indptr.size < 1) invalid(std::string(what) + ": needs batch_size + 1 >= 1 entries; got 0");
+  return static_cast<int>(indptr.size - 1);
+}
+
+void expect_size(const HostIndex& a, int64_t size, const char* what, const char* because) {
+  if (a.size != size)
+    invalid(std::string(what) + ": has " + std::to_string(a.size) + " entries; expected " +
+            std::to_string(size) + " (" + because + ")");
+}
+
+BatchShape make_shape(int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
+                      const WorkspaceArg& w) {
+  BatchShape s;
+  s.num_qo_heads = num_qo_heads;
+  s.num_kv_heads = num_kv_heads;
+  s.head_dim = head_dim;
+  s.dtype = parse_dtype(dtype, "q_data_type");
+  s.device = w.device;  // the plan runs where its workspace lives, as in FlashInfer
+  s.device_id = w.device_id;
+  return s;
+}
+
+// Page arrays of a paged plan; indptr[batch] must not run past the indices array, which
+// the C++ API receives as a bare pointer.
+PagedIndex make_pages(const HostIndex& indptr, const HostIndex& indices,
+                      const HostIndex& last_page_len, int batch, int page_size, int num_pages,
+                      const char* indptr_name, const char* indices_name, const char* last_name) {
+  expect_size(last_page_len, batch, last_name, "one per request");
+  const int64_t used = indptr.data[batch];
+  if (used < 0 || used > indices.size)
+    invalid(std::string(indices_name) + ": has " + std::to_string(indices.size) + " entries but " +
+            indptr_name + "[-1] = " + std::to_string(used));
+  PagedIndex p;
+  p.indptr = indptr.data;
+  p.indices = indices.data;
+  p.last_page_len = last_page_len.data;
+  p.page_size = page_size;
+  p.num_pages = num_pages;
+  return p;
+}
+
+PagedKVCache cache_of(const InArray& k, const InArray& v) {
+  return PagedKVCache{view_of(k, "paged_kv_cache[0] (k)"), view_of(v, "paged_kv_cache[1] (v)")};
+}
+
+const TensorView* optional_view(const OutArray& a, const char* what, TensorView& storage) {
+  if (!a.is_valid()) return nullptr;
+  storage = view_of(a, what);
+  return &storage;
+}
+
+}  // namespace
+
+void bind_batch(nb::module_& m) {
+  using nb::arg;
+  const auto release = nb::call_guard<nb::gil_scoped_release>();
+
+  nb::class_<BatchPrefillRagged>(m, "BatchPrefillRagged")
+      .def(nb::init<>())
+      .def(
+          "plan",
+          [](BatchPrefillRagged& self, const InArray& qo_indptr, const InArray& kv_indptr,
+             int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
+             const Options& opts, const OutArray& workspace) {
+            const HostIndex qo = host_index(qo_indptr, "qo_indptr");
+            const HostIndex kv = host_index(kv_indptr, "kv_indptr");
+            const int batch = batch_of(qo, "qo_indptr");
+            expect_size(kv, qo.size, "kv_indptr", "same length as qo_indptr");
+            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            self.plan(qo.data, kv.data, batch,
+                      make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                      w.workspace);
+          },
+          arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"), arg("num_kv_heads"),
+          arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"), release)
+      .def(
+          "run",
+          [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
+             const OutArray& out, const OutArray& lse) {
+            TensorView lse_view;
+            return self.run(view_of(q, "q"), view_of(k, "k"), view_of(v, "v"), view_of(out, "out"),
+                            optional_view(lse, "lse", lse_view));
+          },
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release);
+
+  nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged")
+      .def(nb::init<>())
+      .def(
+          "plan",
+          [](BatchPrefillPaged& self, const InArray& qo_indptr, const InArray& paged_kv_indptr,
+             const InArray& paged_kv_indices, const InArray& paged_kv_last_page_len,
+             int page_size, int num_pages, int num_qo_heads, int num_kv_heads, int head_dim,
+             const std::string& dtype, const Options& opts, const OutArray& workspace) {
+            const HostIndex qo = host_index(qo_indptr, "qo_indptr");
+            const HostIndex indptr = host_index(paged_kv_indptr, "paged_kv_indptr");
+            const HostIndex indices = host_index(paged_kv_indices, "paged_kv_indices");
+            const HostIndex last = host_index(paged_kv_last_page_len, "paged_kv_last_page_len");
+            const int batch = batch_of(qo, "qo_indptr");
+            expect_size(indptr, qo.size, "paged_kv_indptr", "same length as qo_indptr");
+            const PagedIndex pages =
+                make_pages(indptr, indices, last, batch, page_size, num_pages, "paged_kv_indptr",
+                           "paged_kv_indices", "paged_kv_last_page_len");
+            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            self.plan(qo.data, pages, batch,
+                      make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                      w.workspace);
+          },
+          arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices"),
+          arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
+          arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
+          release)
+      .def(
+          "run",
+          [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
+             const OutArray& out, const OutArray& lse) {
+            TensorView lse_view;
+            return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
+                            optional_view(lse, "lse", lse_view));
+          },
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release)
+      .def(
+          "run_stacked",
+          [](const BatchPrefillPaged& self, const InArray& q, const InArray& kv,
+             const OutArray& out, const OutArray& lse) {
+            TensorView lse_view;
+            return self.run(view_of(q, "q"),
+                            PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view));
+          },
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), release);
+
+  nb::class_<BatchDecodePaged>(m, "BatchDecodePaged")
+      .def(nb::init<>())
+      .def(
+          "plan",
+          [](BatchDecodePaged& self, const InArray& indptr_arr, const InArray& indices_arr,
+             const InArray& last_page_len_arr, int page_size, int num_pages, int num_qo_heads,
+             int num_kv_heads, int head_dim, const std::string& dtype, const Options& opts,
+             const OutArray& workspace) {
+            const HostIndex indptr = host_index(indptr_arr, "indptr");
+            const HostIndex indices = host_index(indices_arr, "indices");
+            const HostIndex last = host_index(last_page_len_arr, "last_page_len");
+            const int batch = batch_of(indptr, "indptr");
+            const PagedIndex pages = make_pages(indptr, indices, last, batch, page_size, num_pages,
+                                                "indptr", "indices", "last_page_len");
+            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
+                      opts, w.workspace);
+          },
+          arg("indptr"), arg("indices"), arg("last_page_len"), arg("page_size"), arg("num_pages"),
+          arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),
+          arg("workspace"), release)
+      .def(
+          "run",
+          [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,
+             const OutArray& out, const OutArray& lse) {
+            TensorView lse_view;
+            return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
+                            optional_view(lse, "lse", lse_view));
+          },
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release)
+      .def(
+          "run_stacked",
+          [](const BatchDecodePaged& self, const InArray& q, const InArray& kv, const OutArray& out,
+             const OutArray& lse) {
+            TensorView lse_view;
+            return self.run(view_of(q, "q"),
+                            PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view));
+          },
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), release);
+}
+
+}  // namespace flashband::python

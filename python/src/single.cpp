@@ -1,0 +1,76 @@
+// Options and RunInfo as Python classes, and single_prefill. Enum-valued options are strings
+// on the Python side ("NHD", "sm90") and parsed here, so a bad value raises an error that
+// names the option.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bind.h"
+#include "convert.h"
+
+namespace flashband::python {
+
+void bind_options(nb::module_& m) {
+  nb::class_<Options>(m, "Options")
+      .def(
+          "__init__",
+          [](Options* self, bool causal, int window_left, std::optional<float> logits_soft_cap,
+             std::optional<float> sm_scale, bool return_lse, const std::string& kv_layout,
+             const std::string& backend, std::uintptr_t stream) {
+            Options o;
+            o.causal = causal;
+            o.window_left = window_left;
+            o.logits_soft_cap = logits_soft_cap.value_or(0.0f);  // FlashInfer: None is off
+            o.sm_scale = sm_scale;
+            o.return_lse = return_lse;
+            o.kv_layout = parse_kv_layout(kv_layout);
+            o.backend = parse_backend(backend.c_str());
+            o.stream = stream_ptr(stream);
+            new (self) Options(o);
+          },
+          nb::kw_only(), nb::arg("causal") = false, nb::arg("window_left") = -1,
+          nb::arg("logits_soft_cap").none() = nb::none(), nb::arg("sm_scale").none() = nb::none(),
+          nb::arg("return_lse") = false, nb::arg("kv_layout") = "NHD",
+          nb::arg("backend") = "auto", nb::arg("stream") = 0)
+      .def_rw("causal", &Options::causal)
+      .def_rw("window_left", &Options::window_left)
+      .def_rw("logits_soft_cap", &Options::logits_soft_cap)
+      .def_rw("sm_scale", &Options::sm_scale)
+      .def_rw("return_lse", &Options::return_lse)
+      .def_prop_rw(
+          "kv_layout", [](const Options& o) { return std::string(kv_layout_name(o.kv_layout)); },
+          [](Options& o, const std::string& s) { o.kv_layout = parse_kv_layout(s); })
+      .def_prop_rw(
+          "backend", [](const Options& o) { return std::string(backend_name(o.backend)); },
+          [](Options& o, const std::string& s) { o.backend = parse_backend(s.c_str()); })
+      .def_prop_rw(
+          "stream", [](const Options& o) { return reinterpret_cast<std::uintptr_t>(o.stream); },
+          [](Options& o, std::uintptr_t s) { o.stream = stream_ptr(s); });
+
+  nb::class_<RunInfo>(m, "RunInfo")
+      .def_prop_ro("backend", [](const RunInfo& r) { return std::string(backend_name(r.backend)); })
+      .def_ro("variant", &RunInfo::variant)
+      .def_ro("num_kv_splits", &RunInfo::num_kv_splits)
+      .def("__repr__", [](const RunInfo& r) {
+        return std::string("RunInfo(backend='") + backend_name(r.backend) + "', variant='" +
+               r.variant + "', num_kv_splits=" + std::to_string(r.num_kv_splits) + ")";
+      });
+}
+
+void bind_single(nb::module_& m) {
+  m.def(
+      "single_prefill",
+      [](const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
+         const OutArray& lse, const Options& opts, const OutArray& workspace) {
+        const TensorView lse_view = lse.is_valid() ? view_of(lse, "lse") : TensorView{};
+        Workspace ws;
+        if (workspace.is_valid()) ws = workspace_of(workspace, "workspace").workspace;
+        return single_prefill(view_of(q, "q"), view_of(k, "k"), view_of(v, "v"),
+                              view_of(out, "out"), lse.is_valid() ? &lse_view : nullptr, opts, ws);
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none(),
+      nb::arg("opts"), nb::arg("workspace").none() = nb::none(),
+      nb::call_guard<nb::gil_scoped_release>(),
+      "q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); writes out and lse.");
+}
+
+}  // namespace flashband::python

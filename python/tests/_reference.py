@@ -1,0 +1,92 @@
+"""The float64 oracle, written straight from SPEC.md "Scores, masks, softmax" and independently
+of every backend: one NumPy version (host) and one torch version (runs on the GPU). Both take
+NHD float64 tensors q [qo_len, Hq, D], k and v [kv_len, Hk, D] and return (o, lse) with
+o [qo_len, Hq, D] and lse [qo_len, Hq] in base 2; rows that see no key give 0 and -inf."""
+
+import math
+
+import numpy as np
+
+LN2 = math.log(2.0)
+
+
+def visible_np(qo_len, kv_len, causal, window_left):
+    """[qo_len, kv_len] bool: visible(i, j) with bottom-right alignment p(i) = i + kv - qo."""
+    i = np.arange(qo_len)[:, None]
+    j = np.arange(kv_len)[None, :]
+    p = i + kv_len - qo_len
+    vis = np.ones((qo_len, kv_len), dtype=bool)
+    if causal:
+        vis &= j <= p
+    if window_left >= 0:
+        vis &= j >= p - window_left
+    return vis
+
+
+def attention_np(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None, sm_scale=None):
+    qo_len, hq, d = q.shape
+    kv_len, hk, _ = k.shape
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    k = np.repeat(k, hq // hk, axis=1)  # query head h reads kv head h // (hq / hk)
+    v = np.repeat(v, hq // hk, axis=1)
+    s = np.einsum("ihd,jhd->hij", q, k) * scale
+    if logits_soft_cap:
+        s = logits_soft_cap * np.tanh(s / logits_soft_cap)
+    s = np.where(visible_np(qo_len, kv_len, causal, window_left)[None], s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+    m_safe = np.where(np.isfinite(m), m, 0.0)  # guards (-inf) - (-inf)
+    e = np.exp(s - m_safe)
+    l = e.sum(axis=-1, keepdims=True)
+    seen = l > 0
+    o = np.einsum("hij,jhd->ihd", e / np.where(seen, l, 1.0), v)
+    lse = np.where(seen, (m_safe + np.log(np.where(seen, l, 1.0))) / LN2, -np.inf)[..., 0]
+    return o, lse.T.copy()
+
+
+def attention_torch(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None,
+                    sm_scale=None):
+    """Same formulas in torch float64 on q's device, with an explicit mask."""
+    import torch
+
+    qo_len, hq, d = q.shape
+    kv_len, hk, _ = k.shape
+    if kv_len == 0:
+        return (torch.zeros_like(q), torch.full((qo_len, hq), -math.inf, dtype=q.dtype,
+                                                device=q.device))
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    k = torch.repeat_interleave(k, hq // hk, dim=1)
+    v = torch.repeat_interleave(v, hq // hk, dim=1)
+    s = torch.einsum("ihd,jhd->hij", q, k) * scale
+    if logits_soft_cap:
+        s = logits_soft_cap * torch.tanh(s / logits_soft_cap)
+    i = torch.arange(qo_len, device=q.device)[:, None]
+    j = torch.arange(kv_len, device=q.device)[None, :]
+    p = i + kv_len - qo_len
+    vis = torch.ones((qo_len, kv_len), dtype=torch.bool, device=q.device)
+    if causal:
+        vis &= j <= p
+    if window_left >= 0:
+        vis &= j >= p - window_left
+    s = s.masked_fill(~vis[None], -math.inf)
+    m = s.amax(dim=-1, keepdim=True)
+    m_safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(s - m_safe)
+    l = e.sum(dim=-1, keepdim=True)
+    seen = l > 0
+    o = torch.einsum("hij,jhd->ihd", e / torch.where(seen, l, torch.ones_like(l)), v)
+    lse = torch.where(seen, (m_safe + torch.log(torch.where(seen, l, torch.ones_like(l)))) / LN2,
+                      torch.full_like(l, -math.inf))[..., 0]
+    return o, lse.T.contiguous()
+
+
+def merge_np(v_a, s_a, v_b, s_b):
+    """SPEC.md "Merging partial states", float64."""
+    m = np.maximum(s_a, s_b)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    w_a = np.exp2(s_a - m_safe)
+    w_b = np.exp2(s_b - m_safe)
+    w = w_a + w_b
+    seen = w > 0
+    v = (w_a[..., None] * v_a + w_b[..., None] * v_b) / np.where(seen, w, 1.0)[..., None]
+    s = np.where(seen, m_safe + np.log2(np.where(seen, w, 1.0)), -np.inf)
+    return v, s

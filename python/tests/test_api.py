@@ -1,0 +1,319 @@
+"""The Python layer itself: outputs allocated in the caller's framework or written in place
+(no copy), strided views, index arrays of any int type and device, errors that name the
+argument and leave outputs untouched, support queries, and the type stubs."""
+
+import ast
+import inspect
+import math
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import flashband
+from _cases import Paged, Ragged, rand
+from _checks import assert_out
+from _reference import attention_np
+
+D = 64
+
+
+def qkv(env, dtype, qo=6, kv=9, hq=4, hk=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return (env.array(rand(rng, qo, hq, D), dtype), env.array(rand(rng, kv, hk, D), dtype),
+            env.array(rand(rng, kv, hk, D), dtype))
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+def test_outputs_allocated_like_q(env, dtype):
+    env.require(op="single_prefill", dtype=dtype, head_dim=D, num_qo_heads=4, num_kv_heads=2,
+                return_lse=True)
+    q, k, v = qkv(env, dtype)
+    out, lse = flashband.single_prefill_with_kv_cache(q, k, v, return_lse=True,
+                                                      backend=env.backend)
+    assert env.is_native(out) and env.is_native(lse)
+    assert tuple(out.shape) == tuple(q.shape) and str(out.dtype) == str(q.dtype)
+    assert tuple(lse.shape) == (q.shape[0], q.shape[1]) and "float32" in str(lse.dtype)
+    out_only = flashband.single_prefill_with_kv_cache(q, k, v, backend=env.backend)
+    assert env.is_native(out_only) and not isinstance(out_only, tuple)
+
+
+def test_given_outputs_are_written_in_place(env, dtype):
+    env.require(op="single_prefill", dtype=dtype, head_dim=D, num_qo_heads=4, num_kv_heads=2,
+                return_lse=True)
+    q, k, v = qkv(env, dtype)
+    out = env.nan(tuple(q.shape), dtype)
+    lse = env.nan((q.shape[0], q.shape[1]), "float32")
+    res_out, res_lse = flashband.single_prefill_with_kv_cache(
+        q, k, v, return_lse=True, out=out, lse=lse, backend=env.backend)
+    env.sync()
+    assert res_out is out and res_lse is lse
+    ref, ref_lse = attention_np(env.to64(q), env.to64(k), env.to64(v))
+    assert_out(env.to64(out), ref, dtype)  # the caller's buffer holds the result: no copy
+    assert np.abs(env.to64(lse) - ref_lse).max() < 1e-2
+
+
+def test_strided_views_are_not_copied(env, dtype):
+    """A head-dim slice of a wider q and an HND view of NHD k/v: only the last dim is unit
+    stride. The result must match the dense computation."""
+    env.require(op="single_prefill", dtype=dtype, head_dim=D, num_qo_heads=4, num_kv_heads=2,
+                kv_layout="HND")
+    rng = np.random.default_rng(5)
+    q_wide = env.array(rand(rng, 6, 4, 2 * D), dtype)
+    q = q_wide[:, :, :D]
+    k_nhd, v_nhd = env.array(rand(rng, 9, 2, D), dtype), env.array(rand(rng, 9, 2, D), dtype)
+    k_hnd, v_hnd = k_nhd.transpose(1, 0, 2) if env.framework == "numpy" else k_nhd.transpose(0, 1), \
+        v_nhd.transpose(1, 0, 2) if env.framework == "numpy" else v_nhd.transpose(0, 1)
+    out = flashband.single_prefill_with_kv_cache(q, k_hnd, v_hnd, kv_layout="HND", causal=True,
+                                                 backend=env.backend)
+    env.sync()
+    ref, _ = attention_np(env.to64(q), env.to64(k_nhd), env.to64(v_nhd), causal=True)
+    assert_out(env.to64(out), ref, dtype)
+
+
+def test_readonly_numpy_inputs_are_accepted():
+    q, k, v = qkv(_numpy_env(), "float32")
+    for a in (q, k, v):
+        a.setflags(write=False)
+    out = flashband.single_prefill_with_kv_cache(q, k, v, backend="cpu")
+    ref, _ = attention_np(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64))
+    assert_out(out, ref, "float32")
+
+
+# --- index arrays ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64, np.uint16])
+def test_index_arrays_of_any_int_type(index_dtype):
+    rng = np.random.default_rng(6)
+    batch = Ragged(rng, [3, 4], [5, 6], 2, 2, D)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
+    w.plan(batch.qo_indptr.astype(index_dtype), list(batch.kv_indptr), 2, 2, D,
+           q_data_type=np.float32)
+    out = w.run(batch.q, batch.k, batch.v)
+    ref, _ = batch.reference(attention_np, *(x.astype(np.float64) for x in (batch.q, batch.k, batch.v)))
+    assert_out(out, ref, "float32")
+
+
+def test_index_arrays_that_do_not_fit_int32_are_refused():
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
+    with pytest.raises(flashband.InvalidArgumentError, match="kv_indptr"):
+        w.plan(np.array([0, 1]), np.array([0, 2**40]), 1, 1, D, q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="qo_indptr"):
+        w.plan(np.array([0.0, 1.0]), np.array([0, 1]), 1, 1, D, q_data_type="float32")
+
+
+def test_device_index_arrays(env):
+    """torch CUDA index arrays (FlashInfer's usual call) are copied to the host by plan()."""
+    if env.device != "cuda":
+        pytest.skip("device index arrays need a GPU env")
+    test_lse_on_demand_replans(env, "float16")
+
+
+# --- LSE on demand ---------------------------------------------------------------------------
+
+def test_lse_on_demand_replans(env, dtype):
+    """plan() without return_lse, then run with and without it: both work."""
+    rng = np.random.default_rng(8)
+    batch = Ragged(rng, [3, 0, 5], [4, 2, 9], 4, 2, D)
+    env.require(op="ragged_prefill", dtype=dtype, head_dim=D, num_qo_heads=4, num_kv_heads=2,
+                causal=True, return_lse=True)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(
+        env.workspace(flashband.batch_workspace_bytes(3, 8, 4, D, env.device)),
+        backend=env.backend)
+    w.plan(env.index(batch.qo_indptr), env.index(batch.kv_indptr), 4, 2, D, causal=True,
+           q_data_type=dtype)
+    q, k, v = (env.array(x, dtype) for x in (batch.q, batch.k, batch.v))
+    out, lse = w.run(q, k, v, return_lse=True)
+    out2 = w.run(q, k, v)
+    env.sync()
+    ref, ref_lse = batch.reference(attention_np, env.to64(q), env.to64(k), env.to64(v),
+                                   causal=True)
+    assert_out(env.to64(out), ref, dtype)
+    assert_out(env.to64(out2), ref, dtype)
+    assert np.abs(env.to64(lse) - ref_lse).max() < 1e-2
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+def _numpy_env():
+    from _envs import Env
+    return Env("numpy", "cpu", "cpu", ("float32",))
+
+
+def _single(**kw):
+    q, k, v = qkv(_numpy_env(), "float32")
+    kw.setdefault("backend", "cpu")
+    return flashband.single_prefill_with_kv_cache(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("kwargs,cls,name", [
+    (dict(window_left=-2), flashband.InvalidArgumentError, "window_left"),
+    (dict(logits_soft_cap=-1.0), flashband.InvalidArgumentError, "logits_soft_cap"),
+    (dict(logits_soft_cap=math.nan), flashband.InvalidArgumentError, "logits_soft_cap"),
+    (dict(sm_scale=0.0), flashband.InvalidArgumentError, "sm_scale"),
+    (dict(sm_scale=math.inf), flashband.InvalidArgumentError, "sm_scale"),
+    (dict(kv_layout="NDH"), flashband.InvalidArgumentError, "kv_layout"),
+    (dict(backend="fa9"), flashband.FlashbandError, "fa9"),
+    (dict(custom_mask=np.ones((6, 9), bool)), flashband.UnsupportedError, "custom_mask"),
+    (dict(pos_encoding_mode="ROPE_LLAMA"), flashband.UnsupportedError, "pos_encoding_mode"),
+])
+def test_bad_options_name_the_argument(kwargs, cls, name):
+    with pytest.raises(cls, match=re.escape(name)):
+        _single(**kwargs)
+
+
+def test_error_classes():
+    assert issubclass(flashband.InvalidArgumentError, ValueError)
+    assert issubclass(flashband.UnsupportedError, NotImplementedError)
+    assert issubclass(flashband.NotBuiltError, flashband.UnsupportedError)
+    for cls in (flashband.InvalidArgumentError, flashband.UnsupportedError,
+                flashband.NotBuiltError, flashband.CudaError, flashband.InternalError):
+        assert issubclass(cls, flashband.FlashbandError) and cls.code
+
+
+def test_bad_tensors_name_the_argument_and_write_nothing():
+    env = _numpy_env()
+    q, k, v = qkv(env, "float32")
+    out = np.full(q.shape, np.nan, np.float32)
+    cases = [
+        (dict(q=q.astype(np.float64)), r"\bq\b"),
+        (dict(k=k.astype(np.float16)), r"\bk\b"),
+        (dict(v=v[:, :1]), r"\bv\b"),                 # head count differs from k
+        (dict(q=rand(np.random.default_rng(0), 6, 3, D)), "num_qo_heads"),  # 3 % 2 != 0
+        (dict(out=q), "out"),                          # out aliases q
+        (dict(out=np.empty((6, 4, D), np.float16)), "out"),
+        (dict(q=np.asfortranarray(q)), r"\bq\b"),      # last dim not contiguous
+    ]
+    for change, pattern in cases:
+        args = dict(q=q, k=k, v=v, out=out)
+        args.update(change)
+        with pytest.raises(flashband.InvalidArgumentError, match=pattern):
+            flashband.single_prefill_with_kv_cache(args["q"], args["k"], args["v"],
+                                                   out=args["out"], backend="cpu")
+        assert np.isnan(out).all(), f"{change}: out was written although the call failed"
+
+
+def test_bad_plans_name_the_argument():
+    ws = np.empty(0, np.uint8)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws)
+    bad = [
+        (([1, 2], [0, 2]), "qo_indptr"),            # does not start at 0
+        (([0, 2], [0, 3, 2]), "kv_indptr"),         # length differs from qo_indptr
+        (([0, 2, 3], [0, 3, 2]), "kv_indptr"),      # decreases
+        (([], []), "qo_indptr"),                    # no entries at all
+    ]
+    for (qo, kv), name in bad:
+        with pytest.raises(flashband.InvalidArgumentError, match=name):
+            w.plan(np.array(qo), np.array(kv), 2, 2, D, q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="q_data_type"):
+        w.plan(np.array([0, 1]), np.array([0, 1]), 2, 2, D, q_data_type="int8")
+    with pytest.raises(flashband.UnsupportedError, match="head_dim_vo"):
+        w.plan(np.array([0, 1]), np.array([0, 1]), 2, 2, D, head_dim_vo=32)
+
+
+def test_run_before_plan():
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
+    q, k, v = qkv(_numpy_env(), "float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="plan"):
+        w.run(q, k, v)
+
+
+def test_bad_pages_name_the_argument():
+    rng = np.random.default_rng(9)
+    batch = Ragged(rng, [2, 3], [5, 7], 2, 2, D)
+    paged = Paged(rng, batch, 4, spare_pages=0)
+    w = flashband.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8))
+
+    def plan(indptr=paged.indptr, indices=paged.indices, last=paged.last_page_len, **kw):
+        w.plan(batch.qo_indptr, indptr, indices, last, 2, 2, D, 4, q_data_type="float32", **kw)
+
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_last_page_len"):
+        plan(last=np.array([5, 3], np.int32))         # > page_size
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_last_page_len"):
+        plan(last=np.array([2], np.int32))            # one per request
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices"):
+        plan(indices=paged.indices[:-1])              # indptr runs past the indices
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices"):
+        plan(num_pages=paged.num_pages - 1)           # an index outside the cache
+    # Without num_pages the cache given to run() is the bound.
+    plan()
+    small = paged.k_pages[: paged.num_pages - 1]
+    with pytest.raises(flashband.InvalidArgumentError, match="pages"):
+        w.run(batch.q, (small, small))
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_cache"):
+        w.run(batch.q, (paged.k_pages,))
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_cache"):
+        w.run(batch.q, paged.k_pages)                 # not a stacked [P, 2, ...] cache
+
+
+def test_bad_merge_inputs():
+    v = np.zeros((3, 2, D), np.float32)
+    s = np.zeros((3, 2), np.float32)
+    with pytest.raises(flashband.InvalidArgumentError, match="s_b"):
+        flashband.merge_state(v, s, v, s.astype(np.float16))
+
+
+# --- support queries -------------------------------------------------------------------------
+
+def test_supports_and_caps():
+    assert flashband.supports(device="cpu", dtype="float32", head_dim=D, backend="cpu")
+    assert flashband.select_backend(device="cpu", dtype=np.float16, head_dim=D) == "cpu"
+    answer = flashband.supports(device="cpu", dtype="float32", head_dim=D, backend="sm90")
+    assert not answer and answer.reason
+    caps = flashband.caps()
+    assert "cpu" in caps["built_backends"] and caps["version"] == flashband.__version__
+    assert "cpu" in flashband.support_matrix()
+    assert flashband.batch_workspace_bytes(4, 100, 8, 128, "cpu") >= 0
+    with pytest.raises(flashband.InvalidArgumentError, match="device"):
+        flashband.supports(device="tpu")
+    with pytest.raises(flashband.InvalidArgumentError, match="op"):
+        flashband.supports("prefill")
+
+
+# --- stubs -----------------------------------------------------------------------------------
+
+STUB = pathlib.Path(flashband.__file__).with_name("__init__.pyi")
+
+
+def _names(args):
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    return names + [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def _stub_signatures():
+    tree = ast.parse(STUB.read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            found.update({a.asname: None for a in node.names if a.asname})
+        elif isinstance(node, ast.Assign):
+            found.update({t.id: None for t in node.targets if isinstance(t, ast.Name)})
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found[node.target.id] = None
+        elif isinstance(node, ast.FunctionDef):
+            found[node.name] = _names(node.args)
+        elif isinstance(node, ast.ClassDef):
+            found[node.name] = None
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    found[f"{node.name}.{item.name}"] = _names(item.args)
+    return found
+
+
+def test_stub_matches_the_runtime_api():
+    stub = _stub_signatures()
+    for name in flashband.__all__:
+        assert name in stub, f"{name} is public but missing from __init__.pyi"
+        obj = getattr(flashband, name)
+        if inspect.isfunction(obj):
+            params = list(inspect.signature(obj).parameters)
+            assert stub[name] == params, f"{name}: stub {stub[name]} != runtime {params}"
+        elif (inspect.isclass(obj) and not issubclass(obj, BaseException)
+              and obj.__module__ != "flashband._C"):  # _C's classes: nanobind's _C.pyi
+            for meth in ("__init__", "plan", "run", "reset_workspace_buffer"):
+                if meth in vars(obj) or (meth != "__init__" and hasattr(obj, meth)):
+                    params = list(inspect.signature(getattr(obj, meth)).parameters)
+                    key = f"{name}.{meth}"
+                    assert stub.get(key) == params, f"{key}: stub {stub.get(key)} != runtime {params}"

@@ -1,0 +1,102 @@
+"""torch CUDA specifics: work runs on the caller's current stream, and a planned run can be
+captured in a CUDA graph and replayed (plan on the capture stream, run inside the capture:
+run() neither allocates nor synchronises). Skipped without torch and a GPU."""
+
+import numpy as np
+import pytest
+
+import flashband
+from _cases import Paged, Ragged
+from _checks import assert_out
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+BACKENDS = ["auto", "sm80", "sm90", "cudnn"]
+DTYPE = "bfloat16"
+
+
+def decode_problem(seed=0, page_size=16):
+    rng = np.random.default_rng(seed)
+    batch = Ragged(rng, [1] * 5, [33, 1, 200, 64, 17], 8, 2, 128)
+    return batch, Paged(rng, batch, page_size)
+
+
+def to_gpu(x):
+    return torch.from_numpy(np.ascontiguousarray(x)).to("cuda", torch.bfloat16)
+
+
+def reference(batch):
+    from _reference import attention_torch
+
+    as64 = lambda x: to_gpu(x).double()
+    outs = []
+    for b in range(batch.batch):
+        qs = slice(batch.qo_indptr[b], batch.qo_indptr[b + 1])
+        ks = slice(batch.kv_indptr[b], batch.kv_indptr[b + 1])
+        outs.append(attention_torch(as64(batch.q)[qs], as64(batch.k)[ks], as64(batch.v)[ks])[0])
+    return torch.cat(outs).cpu().numpy()
+
+
+def require(backend, op, page_size=16):
+    answer = flashband.supports(op, backend=backend, dtype=DTYPE, device="cuda", head_dim=128,
+                                num_qo_heads=8, num_kv_heads=2, page_size=page_size)
+    if not answer:
+        pytest.skip(f"{backend}: {answer.reason}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runs_on_the_current_stream(backend):
+    require(backend, "paged_decode")
+    batch, paged = decode_problem(1)
+    q = to_gpu(batch.q)
+    cache = (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        ws = torch.empty(flashband.batch_workspace_bytes(5, 5, 8, 128, "cuda") + 256,
+                         dtype=torch.uint8, device="cuda")
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend=backend)
+        w.plan(torch.from_numpy(paged.indptr).cuda(), torch.from_numpy(paged.indices).cuda(),
+               torch.from_numpy(paged.last_page_len).cuda(), 8, 2, 128, 16, q_data_type=DTYPE)
+        out = w.run(q, cache)
+    side.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cuda_graph_capture_and_replay(backend):
+    require(backend, "paged_decode")
+    batch, paged = decode_problem(2)
+    q = to_gpu(batch.q)
+    cache = (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
+    out = torch.empty_like(q)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        ws = torch.empty(flashband.batch_workspace_bytes(5, 5, 8, 128, "cuda") + 256,
+                         dtype=torch.uint8, device="cuda")
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
+               q_data_type=DTYPE)
+        w.run(q, cache, out=out)  # warm-up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        w.run(q, cache, out=out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
+def test_single_prefill_on_a_side_stream():
+    require("auto", "single_prefill", page_size=0)
+    rng = np.random.default_rng(3)
+    batch = Ragged(rng, [40], [90], 8, 2, 128)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        q, k, v = to_gpu(batch.q), to_gpu(batch.k), to_gpu(batch.v)
+        out = flashband.single_prefill_with_kv_cache(q, k, v)
+    side.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)

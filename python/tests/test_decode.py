@@ -1,0 +1,83 @@
+"""Batch decode over a paged KV cache against the oracle, and against paged prefill with
+qo_len = 1 (SPEC.md: decode is prefill with one query and gives the same result)."""
+
+import numpy as np
+import pytest
+
+import flashband
+from _cases import Paged, Ragged
+from _checks import assert_empty_rows_exact, assert_lse, assert_out
+
+KV_LENS = [1, 17, 0, 40, 5, 129]  # includes a request with no keys: row -> 0 and -inf
+
+
+def make(seed, hq=8, hk=2, d=128, q_scale=1.0):
+    rng = np.random.default_rng(seed)
+    return rng, Ragged(rng, [1] * len(KV_LENS), KV_LENS, hq, hk, d, q_scale=q_scale)
+
+
+def plan_decode(env, batch, paged, dtype, layout, **kw):
+    nbytes = flashband.batch_workspace_bytes(batch.batch, batch.batch, batch.hq, batch.d,
+                                             env.device)
+    wrapper = flashband.BatchDecodeWithPagedKVCacheWrapper(env.workspace(nbytes), layout,
+                                                           backend=env.backend)
+    wrapper.plan(env.index(paged.indptr), env.index(paged.indices),
+                 env.index(paged.last_page_len), batch.hq, batch.hk, batch.d, paged.page_size,
+                 q_data_type=dtype, **kw)
+    return wrapper
+
+
+def cache(env, paged, dtype, layout, stacked):
+    k = Paged.layout(paged.k_pages, layout)
+    v = Paged.layout(paged.v_pages, layout)
+    if stacked:
+        return env.array(np.stack([k, v], axis=1), dtype)
+    return env.array(k, dtype), env.array(v, dtype)
+
+
+@pytest.mark.parametrize("stacked", [False, True], ids=["kv_tuple", "stacked"])
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+@pytest.mark.parametrize("page_size", [1, 3, 16])
+@pytest.mark.parametrize("window", [-1, 7])
+@pytest.mark.parametrize("cap", [None, 2.0], ids=["nocap", "cap2"])
+def test_decode(env, dtype, cap, window, page_size, layout, stacked):
+    rng, batch = make(31, q_scale=2.0 if cap else 1.0)
+    env.require(op="paged_decode", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, window_left=window, logits_soft_cap=cap,
+                return_lse=True, kv_layout=layout, page_size=page_size, has_empty_rows=True)
+    paged = Paged(rng, batch, page_size)
+    wrapper = plan_decode(env, batch, paged, dtype, layout, window_left=window,
+                          logits_soft_cap=cap, return_lse=True)
+    q = env.array(batch.q, dtype)
+    out, lse = wrapper.run(q, cache(env, paged, dtype, layout, stacked), return_lse=True)
+    env.sync()
+    ref_o, ref_lse = batch.reference(env.reference, env.to64(q),
+                                     env.to64(env.array(batch.k, dtype)),
+                                     env.to64(env.array(batch.v, dtype)), window_left=window,
+                                     logits_soft_cap=cap)
+    assert_out(env.to64(out), ref_o, dtype)
+    assert_lse(env.to64(lse), ref_lse, dtype)
+    assert_empty_rows_exact(env.to64(out), ref_lse)
+    if env.backend != "auto":
+        assert wrapper.last_run_info.backend == env.backend
+
+
+def test_decode_equals_prefill_with_one_query(env, dtype):
+    rng, batch = make(32)
+    env.require(op="paged_decode", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, page_size=16, has_empty_rows=True)
+    env.require(op="paged_prefill", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, page_size=16, has_empty_rows=True)
+    paged = Paged(rng, batch, 16)
+    kv = cache(env, paged, dtype, "NHD", False)
+    q = env.array(batch.q, dtype)
+    out_d = plan_decode(env, batch, paged, dtype, "NHD").run(q, kv)
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(env.workspace(
+        flashband.batch_workspace_bytes(batch.batch, batch.batch, batch.hq, batch.d, env.device)),
+        backend=env.backend)
+    prefill.plan(env.index(batch.qo_indptr), env.index(paged.indptr), env.index(paged.indices),
+                 env.index(paged.last_page_len), batch.hq, batch.hk, batch.d, 16,
+                 q_data_type=dtype)
+    out_p = prefill.run(q, kv)
+    env.sync()
+    assert_out(env.to64(out_d), env.to64(out_p), dtype, what="decode vs prefill")
