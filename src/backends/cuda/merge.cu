@@ -1,0 +1,233 @@
+// Merge kernel: one group of lanes per (token, head) row folds the row's states in order
+// with core::merge_weights, the single merge rule every path shares.
+#include "backends/cuda/merge.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "backends/cuda/check.h"
+#include "backends/cuda/numeric.cuh"
+#include "core/state.h"
+#include "flashband/error.h"
+
+namespace flashband::cuda {
+
+namespace {
+
+struct MergeArgs {
+  StateSet sets[2];
+  int num_sets;
+  int64_t rows;  // n * H
+  int num_heads;
+  int head_dim;
+  int lanes_per_row;  // a power of two <= 32
+  MergeTarget out;
+};
+
+template <class T, int kVec>
+struct Vec {
+  float x[kVec];
+  __device__ __forceinline__ void load(const T* p) {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) x[i] = to_float(p[i]);
+  }
+  __device__ __forceinline__ void store(T* p) const {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) p[i] = from_float<T>(x[i]);
+  }
+};
+// Four-element chunks move as one 16-byte (float) or 8-byte (half) access when aligned.
+template <>
+__device__ __forceinline__ void Vec<float, 4>::load(const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+}
+template <>
+__device__ __forceinline__ void Vec<float, 4>::store(float* p) const {
+  *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
+}
+template <>
+__device__ __forceinline__ void Vec<__half, 4>::load(const __half* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+  x[0] = lo.x, x[1] = lo.y, x[2] = hi.x, x[3] = hi.y;
+}
+template <>
+__device__ __forceinline__ void Vec<__nv_bfloat16, 4>::load(const __nv_bfloat16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  x[0] = lo.x, x[1] = lo.y, x[2] = hi.x, x[3] = hi.y;
+}
+template <>
+__device__ __forceinline__ void Vec<__half, 4>::store(__half* p) const {
+  *reinterpret_cast<uint2*>(p) = make_uint2(pack2<__half>(x[0], x[1]), pack2<__half>(x[2], x[3]));
+}
+template <>
+__device__ __forceinline__ void Vec<__nv_bfloat16, 4>::store(__nv_bfloat16* p) const {
+  *reinterpret_cast<uint2*>(p) =
+      make_uint2(pack2<__nv_bfloat16>(x[0], x[1]), pack2<__nv_bfloat16>(x[2], x[3]));
+}
+
+// kVec = 4 when every address of a chunk is aligned to 4 elements, else 1.
+template <class Tin, class Tout, int kVec>
+__global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
+  const int lanes = a.lanes_per_row;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / lanes) + threadIdx.x / lanes;
+  if (row >= a.rows) return;
+  const int lane = threadIdx.x % lanes;
+  const int64_t i = row / a.num_heads;
+  const int h = static_cast<int>(row % a.num_heads);
+
+  float lse = core::neg_inf();
+  for (int c = lane * kVec; c < a.head_dim; c += lanes * kVec) {
+    Vec<float, kVec> acc;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+    lse = core::neg_inf();
+    for (int set = 0; set < a.num_sets; ++set) {
+      const StateSet& st = a.sets[set];
+      const Tin* v = static_cast<const Tin*>(st.v) + i * st.v_stride_n + h * st.v_stride_h + c;
+      const float* s = st.s + i * st.s_stride_n + h * st.s_stride_h;
+      for (int k = 0; k < st.num_states; ++k) {
+        const core::MergeWeights w = core::merge_weights(lse, s[k * st.s_stride_s]);
+        // A state with weight 0 is skipped, so garbage values behind an empty state (or
+        // an empty accumulator) never turn into NaN.
+        if (w.w_b != 0.0f) {
+          Vec<Tin, kVec> x;
+          x.load(v + k * st.v_stride_s);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc.x[e] = (w.w_a != 0.0f ? w.w_a * acc.x[e] : 0.0f) + w.w_b * x.x[e];
+        } else if (w.w_a == 0.0f) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+        }
+        lse = w.lse;
+      }
+    }
+    Vec<Tout, kVec> o;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) o.x[e] = acc.x[e];
+    o.store(static_cast<Tout*>(a.out.v) + i * a.out.v_stride_n + h * a.out.v_stride_h + c);
+  }
+  if (lane == 0 && a.out.s) {
+    if (a.head_dim == 0) {  // no chunk ran: compute the LSE alone
+      for (int set = 0; set < a.num_sets; ++set)
+        for (int k = 0; k < a.sets[set].num_states; ++k) {
+          const StateSet& st = a.sets[set];
+          lse = core::merge_weights(lse, st.s[i * st.s_stride_n + k * st.s_stride_s + h * st.s_stride_h]).lse;
+        }
+    }
+    a.out.s[i * a.out.s_stride_n + h * a.out.s_stride_h] = lse;
+  }
+}
+
+bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+bool vectorizable(const MergeArgs& a) {
+  if (a.head_dim % 4 != 0) return false;
+  for (int k = 0; k < a.num_sets; ++k) {
+    const StateSet& s = a.sets[k];
+    if (!aligned(s.v, 4 * dtype_size(s.dtype))) return false;
+    if (s.v_stride_n % 4 || s.v_stride_s % 4 || s.v_stride_h % 4) return false;
+  }
+  return aligned(a.out.v, 4 * dtype_size(a.out.dtype)) && a.out.v_stride_n % 4 == 0 && a.out.v_stride_h % 4 == 0;
+}
+
+template <class Tin, class Tout>
+void launch_typed(const MergeArgs& a, cudaStream_t stream) {
+  constexpr int kThreads = 128;
+  const int rows_per_block = kThreads / a.lanes_per_row;
+  const int64_t blocks = (a.rows + rows_per_block - 1) / rows_per_block;
+  if (vectorizable(a)) {
+    merge_kernel<Tin, Tout, 4><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  } else {
+    merge_kernel<Tin, Tout, 1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  }
+  FB_CUDA_CHECK_LAUNCH("merge_kernel");
+}
+
+StateSet state_set(const TensorView& v, const TensorView& s, bool has_state_dim) {
+  StateSet set;
+  set.v = v.data;
+  set.dtype = v.dtype;
+  set.s = static_cast<const float*>(s.data);
+  set.v_stride_n = v.strides[0];
+  set.s_stride_n = s.strides[0];
+  if (has_state_dim) {
+    set.num_states = static_cast<int>(v.shape[1]);
+    set.v_stride_s = v.strides[1];
+    set.v_stride_h = v.strides[2];
+    set.s_stride_s = s.strides[1];
+    set.s_stride_h = s.strides[2];
+  } else {
+    set.num_states = 1;
+    set.v_stride_h = v.strides[1];
+    set.s_stride_h = s.strides[1];
+  }
+  return set;
+}
+
+MergeTarget target(const TensorView& v_out, const TensorView& s_out) {
+  MergeTarget t;
+  t.v = v_out.data;
+  t.dtype = v_out.dtype;
+  t.v_stride_n = v_out.strides[0];
+  t.v_stride_h = v_out.strides[1];
+  t.s = static_cast<float*>(s_out.data);
+  t.s_stride_n = s_out.strides[0];
+  t.s_stride_h = s_out.strides[1];
+  return t;
+}
+
+}  // namespace
+
+void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int num_heads, int head_dim,
+                  const MergeTarget& out, void* stream) {
+  MergeArgs a{};
+  a.sets[0] = first;
+  a.num_sets = 1;
+  if (second) {
+    if (second->dtype != first.dtype)
+      throw Error(ErrorCode::kInvalidArgument, std::string("merge: state dtypes differ (") + dtype_name(first.dtype) +
+                                                   " and " + dtype_name(second->dtype) + ")");
+    a.sets[1] = *second;
+    a.num_sets = 2;
+  }
+  a.rows = n * num_heads;
+  a.num_heads = num_heads;
+  a.head_dim = head_dim;
+  a.out = out;
+  if (a.rows == 0) return;
+  const int chunks = head_dim / 4 > 0 ? head_dim / 4 : 1;
+  a.lanes_per_row = 1;
+  while (a.lanes_per_row < 32 && a.lanes_per_row < chunks) a.lanes_per_row *= 2;
+
+  const auto s = static_cast<cudaStream_t>(stream);
+  const DType in = first.dtype, o = out.dtype;
+  if (in == DType::kF32 && o == DType::kF32) return launch_typed<float, float>(a, s);
+  if (in == DType::kF32 && o == DType::kF16) return launch_typed<float, __half>(a, s);
+  if (in == DType::kF32 && o == DType::kBF16) return launch_typed<float, __nv_bfloat16>(a, s);
+  if (in == DType::kF16 && o == DType::kF16) return launch_typed<__half, __half>(a, s);
+  if (in == DType::kBF16 && o == DType::kBF16) return launch_typed<__nv_bfloat16, __nv_bfloat16>(a, s);
+  throw Error(ErrorCode::kUnsupported, std::string("merge: states of dtype ") + dtype_name(in) + " into an output of " +
+                                           dtype_name(o) +
+                                           " (supported: float32 into any of float16/bfloat16/float32, or the same dtype)");
+}
+
+void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
+                 const TensorView& v_out, const TensorView& s_out, void* stream) {
+  const StateSet a = state_set(v_a, s_a, false), b = state_set(v_b, s_b, false);
+  launch_merge(a, &b, v_a.shape[0], static_cast<int>(v_a.shape[1]), static_cast<int>(v_a.shape[2]),
+               target(v_out, s_out), stream);
+}
+
+void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out, const TensorView& s_out,
+                  void* stream) {
+  launch_merge(state_set(v, s, true), nullptr, v.shape[0], static_cast<int>(v.shape[2]),
+               static_cast<int>(v.shape[3]), target(v_out, s_out), stream);
+}
+
+}  // namespace flashband::cuda

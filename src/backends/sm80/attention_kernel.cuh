@@ -1,0 +1,144 @@
+// The sm80 attention kernel: one CTA per work item (request, kv head, packed row tile, kv
+// split). Prefill and decode are the same code with different TileConfigs (warps along
+// query rows, or along keys). Compile-time knobs: tile config (head dim), element type,
+// kMask (causal/window), kSoftCap, kPaged.
+//
+// Main loop over the KV tiles the row tile can see (core::kv_tile_span, cut by the split):
+//   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
+//   then per warp: classify its 16 rows x kWarpKeys keys (hidden: skip; full: no mask
+//   arithmetic; partial: element-wise mask), S = Q K^T, soft cap, online softmax, O += P V.
+#pragma once
+#include "backends/sm80/epilogue.h"
+#include "backends/sm80/online_softmax.h"
+#include "backends/sm80/request.h"
+#include "backends/sm80/tile_loads.h"
+#include "backends/sm80/warp_mma.h"
+#include "backends/sm80/work.h"
+#include "core/mask.h"
+#include "core/params.h"
+#include "core/state.h"
+
+namespace flashband::sm80 {
+
+// Whether this warp's block needs the element-wise mask, may skip the mask, or can skip
+// the tile entirely. Without kMask only the ragged kv edge is partial.
+template <bool kMask>
+__device__ __forceinline__ core::TileClass warp_tile_class(const core::MaskSpec& ms, const RowTile& rows, int key0,
+                                                           int key1) {
+  if (rows.token_end <= rows.token_begin) return core::TileClass::kHidden;
+  if constexpr (kMask) {
+    return core::classify_tile(ms, rows.token_begin, rows.token_end, key0, key1);
+  } else {
+    if (key0 >= ms.kv_len) return core::TileClass::kHidden;
+    return key1 > ms.kv_len ? core::TileClass::kPartial : core::TileClass::kFull;
+  }
+}
+
+template <class Cfg, class T, bool kMask, bool kSoftCap, bool kPaged>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    attention_kernel(const __grid_constant__ core::AttentionParams p) {
+  using W = WarpShape<Cfg>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp % Cfg::kWarpsM, warp_n = warp / Cfg::kWarpsM;
+  const int q_row0 = warp_m * 16;  // this warp's rows within the tile
+  const int key_off = warp_n * Cfg::kWarpKeys;
+
+  const Request r = load_request(p, Cfg::kBlockM);
+  const core::MaskSpec ms{r.qo_len, r.kv_len, kMask ? p.causal : false, kMask ? p.window_left : -1};
+  const RowTile cta_rows = row_tile_tokens(r.row_begin, r.row_begin + Cfg::kBlockM, r.group, r.qo_len);
+  const core::TileSpan span = split_span(
+      core::kv_tile_span(ms, cta_rows.token_begin, cta_rows.token_end, Cfg::kBlockN), p.num_kv_splits, r.split);
+  const RowTile warp_rows =
+      row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + 16, r.group, r.qo_len);
+
+
+  LogitTransform lt;
+  if constexpr (kSoftCap) {
+    lt.scale2 = p.logits_soft_cap * core::kLog2e;
+    lt.cap_mul = p.sm_scale / p.logits_soft_cap;
+  } else {
+    lt.scale2 = p.sm_scale * core::kLog2e;
+    lt.cap_mul = 0.0f;
+  }
+
+  const uint32_t sq = smem_u32(smem);
+  const uint32_t sk0 = sq + static_cast<uint32_t>(Cfg::kQBytes);
+  const uint32_t sv0 = sk0 + static_cast<uint32_t>(Cfg::kStages * Cfg::kKVTileBytes);
+  auto k_stage = [&](int s) { return sk0 + static_cast<uint32_t>(s * Cfg::kKVTileBytes); };
+  auto v_stage = [&](int s) { return sv0 + static_cast<uint32_t>(s * Cfg::kKVTileBytes); };
+
+  float o[W::kOTiles][4];
+#pragma unroll
+  for (int n = 0; n < W::kOTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  RowStats st{{core::neg_inf(), core::neg_inf()}, {0.0f, 0.0f}};
+
+  const int num_tiles = span.end - span.begin;
+  if (num_tiles > 0) {  // uniform over the CTA
+    const KVRows<kPaged> kv(p, r);
+    load_q_tile<Cfg, T>(sq, p, r, tid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < Cfg::kStages - 1; ++s) {
+      if (s < num_tiles)
+        load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
+      cp_async_commit();
+    }
+    uint32_t qf[W::kKSteps][4];
+    if constexpr (Cfg::kQInRegs) {
+      cp_async_wait<Cfg::kStages - 1>();  // the Q group
+      __syncthreads();
+      load_q_regs<Cfg>(qf, sq, q_row0, lane);
+    }
+
+    for (int i = 0; i < num_tiles; ++i) {
+      cp_async_wait<Cfg::kStages - 2>();
+      __syncthreads();  // tile i visible to all; every warp is done with tile i - 1's stage
+      {
+        const int next = i + Cfg::kStages - 1;
+        const int s = next % Cfg::kStages;
+        if (next < num_tiles)
+          load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + next) * Cfg::kBlockN,
+                                       tid);
+        cp_async_commit();  // possibly empty: keeps the group count per iteration fixed
+      }
+      const int stage = i % Cfg::kStages;
+      const int key0 = (span.begin + i) * Cfg::kBlockN + key_off;  // this warp's first key
+      const core::TileClass cls = warp_tile_class<kMask>(ms, warp_rows, key0, key0 + Cfg::kWarpKeys);
+      if (cls == core::TileClass::kHidden) continue;  // warp-uniform; barriers stay matched
+
+      float s[W::kSTiles][4];
+      warp_qk<Cfg, T>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
+      if constexpr (kSoftCap) apply_soft_cap(s, lt.cap_mul);
+      if (cls == core::TileClass::kPartial) {
+        // Each thread's two rows (g and g + 8) and the keys they see; recomputed here
+        // rather than held in registers through the loop.
+        int lo[2], hi[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r.row_begin + q_row0 + (lane >> 2) + 8 * h;
+          const core::KVRange k =
+              row < r.qo_len * r.group ? core::row_kv_range(ms, row / r.group) : core::KVRange{0, 0};
+          lo[h] = k.first;
+          hi[h] = k.last;
+        }
+        apply_mask(s, key0, lane, lo, hi);
+      }
+      online_softmax_update(s, o, st, lt.scale2);
+      warp_pv<Cfg, T>(o, s, v_stage(stage), key_off, lane);
+    }
+    cp_async_wait<0>();
+  }
+
+  // Re-read the work item rather than keep it in registers through the loop (the asm
+  // memory clobbers of cp.async make this a real, L1-cached load).
+  const Request re = load_request(p, Cfg::kBlockM);
+  if constexpr (Cfg::kWarpsN == 1) {
+    store_warp_rows<Cfg, T>(o, st, lt.scale2, p, re, smem, q_row0, lane);
+  } else {
+    __syncthreads();  // the K/V area becomes the combine buffer
+    store_combined_rows<Cfg, T>(o, st, lt.scale2, p, re, reinterpret_cast<float*>(smem + Cfg::kQBytes), warp_n, tid);
+  }
+}
+
+}  // namespace flashband::sm80

@@ -1,0 +1,6 @@
+// sm80 decode kernels for bf16, head dim 128 (see register_variants.cuh for the list).
+#include "backends/sm80/register_variants.cuh"
+
+namespace flashband::sm80 {
+void register_decode_bf16_d128(dispatch::Registry& r) { register_decode<__nv_bfloat16, 128>(r); }
+}  // namespace flashband::sm80

@@ -1,0 +1,6 @@
+// sm80 decode kernels for f16, head dim 256 (see register_variants.cuh for the list).
+#include "backends/sm80/register_variants.cuh"
+
+namespace flashband::sm80 {
+void register_decode_f16_d256(dispatch::Registry& r) { register_decode<__half, 256>(r); }
+}  // namespace flashband::sm80

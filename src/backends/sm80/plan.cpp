@@ -1,0 +1,83 @@
+// detail::plan_sm80: the work partition (work_plan.h) uploaded into the caller's workspace
+// with one cudaMemcpyAsync on the plan's stream, and params aimed at it.
+//
+// Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len | work
+// items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
+#include <algorithm>
+
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/upload.h"
+#include "backends/sm80/split_policy.h"
+#include "backends/sm80/work_plan.h"
+#include "backends/sm80/workspace.h"
+#include "plan/plan.h"
+
+namespace flashband {
+
+namespace sm80 {
+
+std::size_t sm80_page_index_bytes(int64_t num_page_indices) {
+  return cuda::align_up(static_cast<std::size_t>(std::max<int64_t>(num_page_indices, 0)) * sizeof(int32_t));
+}
+
+std::size_t sm80_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+  const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
+  // qo_indptr, kv_indptr, kv_lens, last_page_len.
+  const std::size_t indices = 4 * cuda::align_up((b + 1) * sizeof(int32_t));
+  // Row tiles hold 16 packed rows at the least (decode), plus one ragged tile per request
+  // and kv head; a split plan is capped at kMaxSplitWorkItems.
+  const int64_t rows = std::max<int64_t>(max_qo_tokens, 0) * num_qo_heads;
+  const int64_t unsplit_items = rows / 16 + static_cast<int64_t>(b) * num_qo_heads;
+  const int64_t items = std::max(unsplit_items, kMaxSplitWorkItems);
+  const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
+  const int64_t row_splits = std::min(rows * kMaxKVSplits, kMaxPartialRowSplits);
+  const std::size_t partials = cuda::align_up(static_cast<std::size_t>(row_splits) * (head_dim + 1) * sizeof(float));
+  return indices + work + partials;
+}
+
+}  // namespace sm80
+
+namespace detail {
+
+void plan_sm80(Plan& plan, const Workspace& workspace) {
+  core::AttentionParams& a = plan.params;
+  a.work = nullptr;
+  a.num_work_items = 0;
+  a.num_kv_splits = 1;
+  a.scratch = nullptr;
+  a.scratch_bytes = 0;
+
+  // No workspace: a single contiguous request runs from params alone (request.h).
+  if (workspace.data == nullptr || workspace.bytes == 0) {
+    if (plan.batch == 1 && a.kv_storage == core::KVStorage::kContiguous) {
+      (void)sm80::tile_shape(sm80::planned_shape(plan), a.head_dim);  // names an unsupported head_dim
+      a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
+      return;
+    }
+    throw Error(ErrorCode::kInvalidArgument,
+                "workspace: got none, the sm80 backend needs a device workspace for batch plans (size it with "
+                "batch_workspace_bytes)");
+  }
+
+  const sm80::WorkPlan wp =
+      sm80::make_work_plan(plan, cuda::multiprocessor_count(plan.shape.device_id), workspace.bytes);
+  auto* base = static_cast<unsigned char*>(workspace.data);
+  cuda::upload_async(base, wp.blob, a.stream);
+  auto at = [&](std::size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
+  const bool paged = a.kv_storage == core::KVStorage::kPaged;
+  a.qo_indptr = at(wp.off_qo_indptr);
+  a.kv_indptr = at(wp.off_kv_indptr);
+  a.kv_lens = at(wp.off_kv_lens);
+  a.page_indices = paged ? at(wp.off_page_indices) : nullptr;
+  a.last_page_len = paged ? at(wp.off_last_page_len) : nullptr;
+  a.work = base + wp.off_work;
+  a.num_work_items = static_cast<int>(wp.work.size());
+  a.num_kv_splits = wp.num_kv_splits;
+  if (wp.num_kv_splits > 1) {
+    a.scratch = base + wp.scratch_offset;
+    a.scratch_bytes = wp.scratch_bytes;
+  }
+}
+
+}  // namespace detail
+}  // namespace flashband

@@ -1,0 +1,77 @@
+// Tile shapes of the sm80 kernels: one row per (kernel shape, head dim), each with its
+// reason. Host and device read the same numbers (the planner cuts work with kBlockM and
+// kBlockN; the kernel is compiled with them).
+//
+// Every warp owns 16 query rows (one m16n8k16 row block) and kWarpKeys keys of each KV
+// tile. Prefill puts its warps along M (8 x 16 = 128 rows share each K/V tile loaded once
+// into shared memory). Decode has at most a GQA group of rows, so its warps go along N
+// instead: four warps split each KV tile and combine their softmax states at the end.
+#pragma once
+#include <cstddef>
+
+#include "dispatch/variant.h"
+
+namespace flashband::sm80 {
+
+template <int kHeadDim_, int kWarpsM_, int kWarpsN_, int kBlockN_, int kStages_, bool kQInRegs_, int kMinBlocks_>
+struct TileConfig {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kWarpsM = kWarpsM_;      // warps along query rows
+  static constexpr int kWarpsN = kWarpsN_;      // warps along keys (decode)
+  static constexpr int kBlockM = 16 * kWarpsM;  // packed (token, head) rows per CTA
+  static constexpr int kBlockN = kBlockN_;      // keys per pipeline stage
+  static constexpr int kStages = kStages_;      // K/V tiles in flight (cp.async ring)
+  static constexpr bool kQInRegs = kQInRegs_;   // Q fragments live in registers for the whole loop
+  static constexpr int kMinBlocks = kMinBlocks_;// __launch_bounds__ occupancy target
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpKeys = kBlockN / kWarpsN;  // keys of a tile one warp handles
+
+  static_assert(kHeadDim % 64 == 0, "swizzle works on 128-byte row groups");
+  static_assert(kWarpKeys % 16 == 0, "P @ V consumes keys 16 at a time");
+  static_assert(kStages >= 2, "one tile computes while the next loads");
+
+  // Shared memory: a Q tile, then kStages K tiles, then kStages V tiles (16-bit elements).
+  static constexpr std::size_t kQBytes = std::size_t{kBlockM} * kHeadDim * 2;
+  static constexpr std::size_t kKVTileBytes = std::size_t{kBlockN} * kHeadDim * 2;
+  static constexpr std::size_t kSmemBytes = kQBytes + 2 * kStages * kKVTileBytes;
+  // Decode's cross-warp combine reuses the K/V area: per warp 16 rows x D floats plus m
+  // and d, and one output scale per row (epilogue.h).
+  static constexpr std::size_t kCombineBytes =
+      kWarpsN > 1 ? std::size_t{kWarpsN} * 16 * (kHeadDim + 2) * 4 + 16 * 4 : 0;
+  static_assert(kCombineBytes <= 2 * kStages * kKVTileBytes, "combine buffer must fit in the K/V area");
+};
+
+// Prefill. Q 16 x D in registers costs D/4 registers per thread, O costs D/2, S costs
+// kBlockN/2: D=64 fits two CTAs per SM (<= 128 registers); D=128 one CTA of 8 warps (as
+// FlashAttention-2's 4 warps x 32 rows, same registers per SM) with 64-key tiles; D=256
+// keeps Q in shared memory (O alone is 128 registers) and halves the key tile so two
+// stages of K and V stay at 64 KB.
+template <int D> struct PrefillTile;
+template <> struct PrefillTile<64> : TileConfig<64, 8, 1, 64, 3, true, 2> {};    // 64 KB smem
+template <> struct PrefillTile<128> : TileConfig<128, 8, 1, 64, 2, true, 1> {};  // 96 KB
+template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 32, 2, false, 1> {}; // 128 KB
+
+// Decode: memory-bound, so the tile is sized for bytes in flight: 64 keys per stage split
+// over 4 warps, with 4 / 3 / 2 stages (64 / 96 / 128 KB of K and V in flight per CTA).
+// D=256 keeps Q in shared memory to leave registers for its 128-float O.
+template <int D> struct DecodeTile;
+template <> struct DecodeTile<64> : TileConfig<64, 1, 4, 64, 4, true, 3> {};     // 66 KB smem
+template <> struct DecodeTile<128> : TileConfig<128, 1, 4, 64, 3, true, 2> {};   // 100 KB
+template <> struct DecodeTile<256> : TileConfig<256, 1, 4, 64, 2, false, 1> {};  // 136 KB
+
+// The numbers the planner needs, looked up at run time.
+struct TileShape {
+  int block_m = 0;
+  int block_n = 0;
+  int ctas_per_sm = 1;
+};
+
+template <class Cfg>
+constexpr TileShape tile_shape_of() {
+  return {Cfg::kBlockM, Cfg::kBlockN, Cfg::kMinBlocks};
+}
+
+// Throws Error(kUnsupported) naming head_dim when there is no tile for it.
+TileShape tile_shape(dispatch::KernelShape shape, int head_dim);
+
+}  // namespace flashband::sm80

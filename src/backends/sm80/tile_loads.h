@@ -1,0 +1,77 @@
+// Cooperative global->shared copies of one CTA: the Q tile once, then K/V tiles through the
+// cp.async ring, 16 bytes per cp.async. Rows past the request (queries past qo_len, keys past kv_len) are
+// zero-filled, which keeps every later product finite.
+#pragma once
+#include "backends/sm80/ptx.h"
+#include "backends/sm80/request.h"
+#include "backends/sm80/smem_layout.h"
+
+namespace flashband::sm80 {
+
+// Thread layout of a copy: groups of 8 lanes each own one row and copy its 128-byte
+// segments (chunk c of the row goes to lane c % 8 of the group), so every warp instruction
+// reads four whole 128-byte segments and a thread computes one address per row it owns.
+template <class Cfg>
+struct CopyLayout {
+  static constexpr int kChunks = Cfg::kHeadDim / 8;
+  static constexpr int kSegments = kChunks / 8;         // 128-byte segments per row
+  static constexpr int kRowsPerPass = Cfg::kThreads / 8;
+};
+
+template <class Cfg, class T>
+__device__ __forceinline__ void load_q_tile(uint32_t sq, const core::AttentionParams& p, const Request& r, int tid) {
+  using L = CopyLayout<Cfg>;
+  using Rows = SwizzledRows<Cfg::kHeadDim>;
+  static_assert(Cfg::kBlockM % L::kRowsPerPass == 0, "Q tile must split evenly over threads");
+  const int rows_total = r.qo_len * r.group;
+  const T* q = static_cast<const T*>(p.q);
+  const int sub = tid & 7;
+#pragma unroll
+  for (int i = 0; i < Cfg::kBlockM / L::kRowsPerPass; ++i) {
+    const int row = (tid >> 3) + i * L::kRowsPerPass;
+    const int packed = r.row_begin + row;
+    const bool valid = packed < rows_total;
+    const T* src = q;
+    if (valid) {
+      const RowCoord c = row_coord(r, packed);
+      src = q + (r.qo_begin + c.token) * p.q_stride_n + c.head * p.q_stride_h + sub * 8;
+    }
+#pragma unroll
+    for (int seg = 0; seg < L::kSegments; ++seg)
+      cp_async_16(sq + Rows::offset(row, seg * 8 + sub), valid ? src + seg * 64 : q, valid);
+  }
+}
+
+// Keys [key0, key0 + kBlockN) into one K and one V stage.
+template <class Cfg, class T, bool kPaged>
+__device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const core::AttentionParams& p,
+                                             const KVRows<kPaged>& kv, int kv_len, int key0, int tid) {
+  using L = CopyLayout<Cfg>;
+  using Rows = SwizzledRows<Cfg::kHeadDim>;
+  static_assert(Cfg::kBlockN % L::kRowsPerPass == 0, "K/V tile must split evenly over threads");
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const int sub = tid & 7;
+#pragma unroll
+  for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
+    const int row = (tid >> 3) + i * L::kRowsPerPass;
+    const int t = key0 + row;
+    const bool valid = t < kv_len;
+    const T* ks = k;
+    const T* vs = v;
+    if (valid) {
+      int64_t ko, vo;
+      kv.offsets(p, t, ko, vo);
+      ks = k + ko + sub * 8;
+      vs = v + vo + sub * 8;
+    }
+#pragma unroll
+    for (int seg = 0; seg < L::kSegments; ++seg) {
+      const uint32_t dst = Rows::offset(row, seg * 8 + sub);
+      cp_async_16(sk + dst, valid ? ks + seg * 64 : k, valid);
+      cp_async_16(sv + dst, valid ? vs + seg * 64 : v, valid);
+    }
+  }
+}
+
+}  // namespace flashband::sm80

@@ -1,0 +1,116 @@
+#include "backends/sm80/work_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/sm80/split_policy.h"
+#include "core/mask.h"
+
+namespace flashband::sm80 {
+
+namespace {
+
+// One packed row tile of one request (the same for every kv head).
+struct RowTileSpan {
+  int request;
+  int row_tile;
+  core::TileSpan span;  // visible KV tiles
+};
+
+}  // namespace
+
+dispatch::KernelShape planned_shape(const detail::Plan& plan) {
+  if (plan.kernel.launch) return plan.kernel.key.shape;
+  return plan.problem.op == Op::kPagedDecode ? dispatch::KernelShape::kDecode : dispatch::KernelShape::kPrefill;
+}
+
+WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t workspace_bytes) {
+  const core::AttentionParams& a = plan.params;
+  WorkPlan wp;
+  wp.tile = tile_shape(planned_shape(plan), a.head_dim);
+  const TileShape& tile = wp.tile;
+  const bool paged = a.kv_storage == core::KVStorage::kPaged;
+  const int B = plan.batch;
+  const int H = a.num_qo_heads, Hk = a.num_kv_heads, group = H / Hk;
+
+  // Row tiles and the KV tiles each can see.
+  std::vector<RowTileSpan> tiles;
+  int64_t total_tiles = 0, max_tiles = 0;
+  for (int b = 0; b < B; ++b) {
+    const int qo_len = plan.qo_indptr[b + 1] - plan.qo_indptr[b];
+    const core::MaskSpec ms{qo_len, plan.kv_lens[b], a.causal, a.window_left};
+    const int64_t rows = static_cast<int64_t>(qo_len) * group;
+    const int num_row_tiles = static_cast<int>((rows + tile.block_m - 1) / tile.block_m);
+    for (int m = 0; m < num_row_tiles; ++m) {
+      const RowTile rt = row_tile_tokens(m * tile.block_m, (m + 1) * tile.block_m, group, qo_len);
+      const core::TileSpan span = core::kv_tile_span(ms, rt.token_begin, rt.token_end, tile.block_n);
+      tiles.push_back({b, m, span});
+      total_tiles += span.end - span.begin;
+      max_tiles = std::max<int64_t>(max_tiles, span.end - span.begin);
+    }
+  }
+  const int64_t items = static_cast<int64_t>(tiles.size()) * Hk;
+  const int64_t rows = a.total_qo_tokens * H;
+
+  // Index arrays first; what remains bounds the work list and the partials.
+  wp.off_qo_indptr = wp.blob.append(plan.qo_indptr);
+  wp.off_kv_indptr = wp.blob.append(plan.kv_indptr);
+  wp.off_kv_lens = wp.blob.append(plan.kv_lens);
+  if (paged) {
+    wp.off_page_indices = wp.blob.append(plan.page_indices);
+    wp.off_last_page_len = wp.blob.append(plan.last_page_len);
+  }
+  const std::size_t index_bytes = cuda::align_up(wp.blob.size());
+  auto partials = [&](int s) {
+    return s > 1 ? cuda::align_up(static_cast<std::size_t>(rows) * s * (a.head_dim + 1) * sizeof(float)) : 0;
+  };
+  auto needed = [&](int s) {
+    return index_bytes + cuda::align_up(static_cast<std::size_t>(items) * s * sizeof(WorkItem)) + partials(s);
+  };
+  if (needed(1) > workspace_bytes)
+    throw Error(ErrorCode::kInvalidArgument, "workspace: got " + std::to_string(workspace_bytes) +
+                                                 " bytes, this sm80 plan needs at least " + std::to_string(needed(1)) +
+                                                 " (index arrays and work list)");
+
+  SplitInputs in;
+  in.items = items;
+  in.total_tiles = total_tiles * Hk;
+  in.max_tiles = max_tiles;
+  in.slots = static_cast<int64_t>(sm_count) * tile.ctas_per_sm;
+  in.min_tiles_per_split = (kMinKeysPerSplit + tile.block_n - 1) / tile.block_n;
+  int64_t max_splits = kMaxKVSplits;
+  if (items > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxSplitWorkItems / items));
+  if (rows > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxPartialRowSplits / rows));
+  while (max_splits > 1 && needed(static_cast<int>(max_splits)) > workspace_bytes) --max_splits;
+  in.max_splits = static_cast<int>(max_splits);
+  const int S = choose_kv_splits(in);
+  wp.num_kv_splits = S;
+
+  // Work items, longest first in 8 cost buckets; within a bucket in (request, head, row
+  // tile) order so CTAs running together share their request's K/V in L2.
+  struct Keyed {
+    int bucket;
+    WorkItem w;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(static_cast<std::size_t>(items) * S);
+  const int64_t max_cost = (max_tiles + S - 1) / S + 1;
+  for (const auto& t : tiles)
+    for (int h = 0; h < Hk; ++h)
+      for (int s = 0; s < S; ++s) {
+        const core::TileSpan piece = split_span(t.span, S, s);
+        const int64_t cost = piece.end - piece.begin + 1;
+        keyed.push_back({static_cast<int>(cost * 8 / (max_cost + 1)), {t.request, h, t.row_tile, s}});
+      }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) { return x.bucket > y.bucket; });
+  wp.work.resize(keyed.size());
+  for (std::size_t i = 0; i < keyed.size(); ++i) wp.work[i] = keyed[i].w;
+  wp.off_work = wp.blob.append(wp.work.data(), wp.work.size() * sizeof(WorkItem));
+  if (S > 1) {
+    wp.scratch_offset = cuda::align_up(wp.blob.size());
+    wp.scratch_bytes = partials(S);
+  }
+  return wp;
+}
+
+}  // namespace flashband::sm80

@@ -1,0 +1,159 @@
+// Named edge cases for every GPU backend, each its own test: tile boundaries, causal with
+// qo_len > kv_len, window 0, GQA 32/8 and 7/1, batches with empty requests, skewed lengths
+// (1 and 8191 in one batch), page sizes and layouts, soft cap, and problems that leave too
+// few row tiles to fill the GPU (the planner must split the KV range).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "case.h"
+#include "gpu_backends.h"
+
+namespace flashband::testing {
+namespace {
+
+struct Named {
+  std::string label;  // prefix of the test name
+  Case c;
+  bool expect_split = false;  // sm80's planner must choose more than one KV split
+};
+
+Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
+          int window = -1) {
+  Case c;
+  c.entry = e;
+  c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>(kv.size(), 1) : std::move(qo);
+  c.kv_lens = std::move(kv);
+  c.num_qo_heads = hq;
+  c.num_kv_heads = hk;
+  c.head_dim = d;
+  c.dtype = dt;
+  c.causal = causal;
+  c.window_left = window;
+  return c;
+}
+
+std::vector<Named> edge_cases() {
+  using E = EntryPoint;
+  const DType f16 = DType::kF16, bf16 = DType::kBF16;
+  std::vector<Named> v;
+  // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (32 for D=256);
+  // decode key tiles 64.
+  for (int len : {63, 64, 65, 127, 128, 129}) {
+    for (bool causal : {false, true})
+      v.push_back({"tile_edge", make(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
+    v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
+    v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
+  }
+  // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
+  v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
+  {
+    Case c = make(E::kPaged, {100, 3}, {40, 0}, 4, 2, 64, bf16, true);
+    c.page_size = 16;
+    v.push_back({"qo_gt_kv", c});
+  }
+  // Window 0: causal sees only the diagonal; non-causal sees p(i)..kv_len-1.
+  v.push_back({"window0", make(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, bf16, true, 0)});
+  v.push_back({"window0", make(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, f16, false, 0)});
+  // GQA 32/8 and 7/1 (packed rows: 4 and 7 heads per kv head).
+  v.push_back({"gqa", make(E::kRagged, {70, 5}, {90, 300}, 32, 8, 64, f16, true)});
+  v.push_back({"gqa", make(E::kDecode, {}, {300, 17, 1000}, 32, 8, 128, bf16, false)});
+  v.push_back({"gqa", make(E::kRagged, {33}, {200}, 7, 1, 128, f16, false)});
+  v.push_back({"gqa", make(E::kDecode, {}, {129, 4}, 7, 1, 64, bf16, false, 31)});
+  {
+    Case c = make(E::kPaged, {40, 19}, {180, 19}, 7, 1, 256, f16, true, 31);
+    c.page_size = 5;
+    v.push_back({"gqa", c});
+  }
+  // Empty requests: no queries, no keys, both.
+  v.push_back({"empty", make(E::kRagged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 128, f16, false)});
+  {
+    Case c = make(E::kPaged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 64, bf16, true);
+    c.page_size = 5;
+    v.push_back({"empty", c});
+  }
+  v.push_back({"empty", make(E::kDecode, {}, {0, 5, 0, 300}, 4, 2, 128, f16, false)});
+  // Skewed: 1 and 8191 in one batch (few tiles, one very long: split-KV and ordering).
+  v.push_back({"skew", make(E::kRagged, {1, 64}, {1, 8191}, 2, 1, 64, f16, true)});
+  {
+    Case c = make(E::kPaged, {64, 1}, {8191, 1}, 2, 1, 128, bf16, false, 2000);
+    c.page_size = 16;
+    v.push_back({"skew", c});
+  }
+  v.push_back({"skew", make(E::kDecode, {}, {1, 8191}, 8, 2, 128, f16, false)});
+  // Too few row tiles for the GPU: the KV range must be split and merged.
+  v.push_back({"split", make(E::kDecode, {}, {4000}, 8, 1, 128, bf16, false), true});
+  v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
+  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
+  {
+    Case c = make(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
+    c.page_size = 1;
+    v.push_back({"split", c, true});
+  }
+  {
+    Case c = make(E::kDecode, {}, {3000, 2}, 8, 8, 64, f16, false);
+    c.logits_soft_cap = 30.0f;
+    c.layout = KVLayout::kHND;
+    v.push_back({"split", c, true});
+  }
+  // Soft cap with masks.
+  {
+    Case c = make(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
+    c.logits_soft_cap = 30.0f;
+    v.push_back({"softcap", c});
+  }
+  {
+    Case c = make(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
+    c.logits_soft_cap = 50.0f;
+    v.push_back({"softcap", c});
+  }
+  // Page sizes x layouts, separate and stacked caches.
+  for (int ps : {1, 5, 16, 128})
+    for (KVLayout layout : {KVLayout::kNHD, KVLayout::kHND}) {
+      Case c = make(E::kPaged, {37, 100}, {300, 129}, 4, 2, 128, ps % 2 ? f16 : bf16, true);
+      c.page_size = ps;
+      c.layout = layout;
+      c.stacked_kv = layout == KVLayout::kNHD;
+      v.push_back({"pages", c});
+    }
+  // Scale and LSE options.
+  {
+    Case c = make(E::kSingle, {80}, {80}, 2, 2, 64, f16, false);
+    c.sm_scale = 0.3f;
+    v.push_back({"options", c});
+    c.sm_scale.reset();
+    c.return_lse = false;
+    v.push_back({"options", c});
+  }
+  return v;
+}
+
+void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }
+
+class GpuEdge : public ::testing::TestWithParam<std::tuple<Backend, Named>> {};
+
+TEST_P(GpuEdge, MatchesOracle) {
+  FB_SKIP_WITHOUT_CUDA();
+  const Named& n = std::get<1>(GetParam());
+  const Case c = on_backend(n.c, std::get<0>(GetParam()));
+  FB_SKIP_UNSUPPORTED(c, c.backend == Backend::kSM80);
+  const CaseResult r = run_case(c);
+  EXPECT_TRUE(r.passed) << r.failure << " (max_abs_err " << r.max_abs_err << ", frob " << r.frob_rel_err
+                        << ", lse " << r.lse_max_err << ", variant " << r.info.variant << ", splits "
+                        << r.info.num_kv_splits << ")";
+  EXPECT_EQ(r.info.backend, c.backend);
+  if (n.expect_split && c.backend == Backend::kSM80) EXPECT_GT(r.info.num_kv_splits, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Edge, GpuEdge,
+                         ::testing::Combine(::testing::ValuesIn(gpu_test_backends()),
+                                            ::testing::ValuesIn(edge_cases())),
+                         [](const auto& info) {
+                           const Named& n = std::get<1>(info.param);
+                           return n.label + "_" + param_name(std::get<0>(info.param), n.c);
+                         });
+
+}  // namespace
+}  // namespace flashband::testing
