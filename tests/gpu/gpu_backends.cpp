@@ -5,13 +5,20 @@
 #include <algorithm>
 
 #include "core/mask.h"
+#include "flashband/config.h"
 
 namespace flashband::testing {
 
 std::vector<Backend> gpu_test_backends() {
-  return {
-      Backend::kSM80,
-  };
+  // Every GPU backend this build contains; a case a backend does not claim is skipped.
+  std::vector<Backend> b = {Backend::kSM80};
+#if FLASHBAND_WITH_SM90
+  b.push_back(Backend::kSM90);
+#endif
+#if FLASHBAND_WITH_CUDNN
+  b.push_back(Backend::kCUDNN);
+#endif
+  return b;
 }
 
 std::string cuda_unavailable_reason() {
@@ -42,6 +49,7 @@ ProblemDesc problem_of(const Case& c) {
   int max_kv = 0;
   for (int k : c.kv_lens) max_kv = std::max(max_kv, k);
   d.window_left = core::normalize_window(c.window_left, max_kv);
+  d.max_kv_len = max_kv;
   d.soft_cap = c.logits_soft_cap > 0.0f;
   d.return_lse = c.return_lse;
   d.kv_layout = c.layout;
