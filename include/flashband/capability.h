@@ -30,6 +30,7 @@ struct ProblemDesc {
   // Some query row sees no key: causal with qo_len > kv_len, or a request with kv_len 0.
   bool has_empty_rows = false;
   int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
+  bool qo_longer_than_kv = false;  // some request has qo_len > kv_len
 };
 
 struct SupportAnswer {

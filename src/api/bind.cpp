@@ -11,7 +11,7 @@ namespace {
 using validate::Arg;
 
 void common(const Arg& a, const detail::Plan& plan) {
-  validate::placement(a, plan.shape.device, plan.shape.device_id);
+  validate::placement(a, plan.shape.device, plan.shape.device_id, /*vector_rows=*/true);
   validate::last_dim_contiguous(a);
 }
 

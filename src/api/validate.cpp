@@ -78,7 +78,7 @@ void last_dim_contiguous(const Arg& a) {
          ", it must be contiguous (stride 1)");
 }
 
-void placement(const Arg& a, Device device, int device_id) {
+void placement(const Arg& a, Device device, int device_id, bool vector_rows) {
   if (a.t.device != device)
     fail(std::string(a.name) + ": is in " + (a.t.device == Device::kCPU ? "host" : "CUDA") + " memory but q is in " +
          (device == Device::kCPU ? "host" : "CUDA") + " memory; all tensors must be on one device");
@@ -89,6 +89,7 @@ void placement(const Arg& a, Device device, int device_id) {
   if (reinterpret_cast<uintptr_t>(a.t.data) % 16 != 0)
     fail(std::string(a.name) + ": GPU pointer " + std::to_string(reinterpret_cast<uintptr_t>(a.t.data)) +
          " is not 16-byte aligned");
+  if (!vector_rows) return;
   const int64_t per16 = 16 / static_cast<int64_t>(dtype_size(a.t.dtype));
   for (int i = 0; i + 1 < a.t.ndim; ++i) {
     if (a.t.shape[i] > 1 && a.t.strides[i] % per16 != 0)

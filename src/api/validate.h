@@ -23,8 +23,9 @@ void dim_equals(const Arg& a, int dim, int64_t want, const char* what);  // what
 void dtype(const Arg& a, DType want, const char* why);
 void float_dtype(const Arg& a);                                          // f16, bf16, f32
 void last_dim_contiguous(const Arg& a);
-// Every tensor on `device` (and device id); on CUDA also 16-byte aligned rows.
-void placement(const Arg& a, Device device, int device_id);
+// Every tensor on `device` (and device id); on CUDA a 16-byte aligned base pointer and, for
+// tensors whose rows kernels read as 16-byte vectors (q, k, v, out), 16-byte aligned rows.
+void placement(const Arg& a, Device device, int device_id, bool vector_rows = false);
 // Outputs must not overlap any input.
 void no_alias(const Arg& out, std::initializer_list<Arg> inputs);
 // CSR arrays: start at 0, never decrease; returns the last entry.

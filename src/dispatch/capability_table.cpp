@@ -44,6 +44,8 @@ Limits cudnn_limits(bool decode_before_sm90) {
   l.head_dims = decode_before_sm90 ? std::vector<int>{64, 128} : std::vector<int>{64, 128, 256};
   l.soft_cap = false;     // cuDNN's score modifier does not combine with its padding/band masks
   l.empty_rows = false;   // cuDNN does not promise exact 0 / -inf for rows that see no key
+  // Its band mask is wrong for rows left of key 0 when qo_len > kv_len (bottom-right alignment).
+  l.window_qo_longer_than_kv = false;
   l.cudnn_versions = true;
   return l;
 }

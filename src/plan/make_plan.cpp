@@ -95,13 +95,14 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   }
 
   int max_qo = 0, max_kv = 0;
-  bool empty_rows = false;
+  bool empty_rows = false, qo_longer = false;
   for (int b = 0; b < r.batch; ++b) {
     const int qo = p.qo_indptr[b + 1] - p.qo_indptr[b];
     const int kv = p.kv_lens[b];
     max_qo = std::max(max_qo, qo);
     max_kv = std::max(max_kv, kv);
     if (qo > 0 && (kv == 0 || (r.opts.causal && qo > kv))) empty_rows = true;
+    if (qo > kv) qo_longer = true;
   }
   // A window is a no-op only when it is one for every request of the batch.
   const int window = core::normalize_window(r.opts.window_left, max_kv);
@@ -122,6 +123,7 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   d.page_size = p.page_size;
   d.has_empty_rows = empty_rows;
   d.max_kv_len = max_kv;
+  d.qo_longer_than_kv = qo_longer;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   const auto sel = dispatch::select(d, r.opts.backend, machine, dispatch::registry());

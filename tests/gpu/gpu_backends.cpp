@@ -58,6 +58,7 @@ ProblemDesc problem_of(const Case& c) {
     const int qo = c.entry == EntryPoint::kDecode ? 1 : c.qo_lens[b];
     const int kv = c.kv_lens[b];
     if (qo > 0 && (kv == 0 || (c.causal && qo > kv))) d.has_empty_rows = true;
+    if (qo > kv) d.qo_longer_than_kv = true;
   }
   return d;
 }

@@ -268,7 +268,8 @@ TEST(Validation, MixedDevicesAndGpuAlignment) {
   t.data = reinterpret_cast<void*>(uintptr_t{0x1000});
   t.strides[1] = 12;  // rows 24 bytes apart
   t.strides[0] = 48;
-  EXPECT_THROW(validate::placement({"k", t}, Device::kCUDA, 0), Error);
+  EXPECT_THROW(validate::placement({"k", t}, Device::kCUDA, 0, /*vector_rows=*/true), Error);
+  EXPECT_NO_THROW(validate::placement({"lse", t}, Device::kCUDA, 0)) << "scalar tensors need no row alignment";
 }
 
 TEST(Validation, MergeShapes) {

@@ -1,0 +1,231 @@
+// The consumer warpgroups: each owns 64 query rows of the CTA's query tile. Per KV tile:
+//   S = Q K^T (wgmma, both operands in shared memory, float32 accumulators)
+//   soft cap, mask (partial tiles only), online softmax in registers -> P
+//   O += P V   (wgmma, P from registers converted to the input dtype)
+// then the epilogue. Tiles are visited last-first, so under a causal mask the tile on the
+// diagonal (partial) comes first and the rest run without mask arithmetic.
+//
+// Two mainloops (TileConfig::kOverlap):
+// - overlapped: step n issues QK^T(n) and PV(n+1) back to back, then does the softmax of
+//   tile n while PV(n+1) runs; the O rescale and P conversion wait for PV(n+1). With
+//   kPingPong the two warpgroups also take turns issuing those GEMMs (named barriers 2, 3),
+//   so the tensor cores alternate between them.
+// - plain: one GEMM at a time; a warpgroup skips the math of tiles its rows cannot see.
+#pragma once
+#include <cute/tensor.hpp>
+
+#include "backends/sm90/epilogue.h"
+#include "backends/sm90/fragment.h"
+#include "backends/sm90/kernel_params.h"
+#include "backends/sm90/kernel_traits.h"
+#include "backends/sm90/producer.h"
+#include "backends/sm90/ptx.h"
+#include "backends/sm90/schedule.h"
+#include "backends/sm90/shared_storage.h"
+#include "backends/sm90/softmax.h"
+#include "core/mask.h"
+
+namespace flashband::sm90 {
+
+// Sets to -inf every logit whose key the row cannot see (core::row_kv_range is the
+// visibility rule as one interval per row). s, c: (rows, cols) views of S and of its tile
+// coordinates; row0 / key0: request row and key of the tile's origin.
+template <class TensorS, class TensorC>
+__device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const core::MaskSpec& spec, int row0,
+                                           int key0) {
+#pragma unroll
+  for (int r = 0; r < cute::size<0>(s); ++r) {
+    const core::KVRange vis = core::row_kv_range(spec, row0 + cute::get<0>(c(r, 0)));
+    const int lo = vis.first - key0, hi = vis.last - key0;
+#pragma unroll
+    for (int j = 0; j < cute::size<1>(s); ++j) {
+      const int col = cute::get<1>(c(r, j));
+      if (col < lo || col >= hi) s(r, j) = core::neg_inf();
+    }
+  }
+}
+
+// Lane 0 of each warp arrives once the warp is done with a buffer (barrier count = warps).
+__device__ __forceinline__ void warp_release(uint64_t* bar) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) ptx::mbar_arrive(bar);
+}
+
+// Named barriers 2 and 3 order the two consumer warpgroups' GEMM issue: warpgroup w waits
+// on barrier 2 + w, and after issuing lets the other one go. 256 = both warpgroups.
+constexpr uint32_t kPingPongBarrier = 2;
+template <bool kEnabled>
+__device__ __forceinline__ void pingpong_wait(int slab) {
+  if constexpr (kEnabled) ptx::named_sync(kPingPongBarrier + slab, 256);
+}
+template <bool kEnabled>
+__device__ __forceinline__ void pingpong_pass(int slab) {
+  if constexpr (kEnabled) ptx::named_arrive(kPingPongBarrier + (1 - slab), 256);
+}
+
+template <class Traits>
+__device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(tid);
+  auto thr_pv = mma_pv.get_thread_slice(tid);
+
+  Tensor sQ = make_tensor(make_smem_ptr(s.q), typename Traits::SmemLayoutQ{});    // (M, D)
+  Tensor sK = make_tensor(make_smem_ptr(s.k), typename Traits::SmemLayoutK{});    // (N, D, stage)
+  Tensor sVt = make_tensor(make_smem_ptr(s.v), typename Traits::SmemLayoutVt{});  // (D, N, stage)
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // descriptors (MMA, MMA_M, D/16)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);   // descriptors (MMA, MMA_N, D/16, stage)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // descriptors (MMA, MMA_N, N/16, stage)
+  static_assert(decltype(size<2>(tSrQ))::value == kHeadDim / 16 && decltype(size<2>(tOrV))::value == kBlockN / 16);
+
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});   // ((2,2,N/8),1,1)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2,2,D/8),1,1)
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
+  Tensor S = make_tensor(tSrS.data(), rowcol_layout(tSrS.layout()));  // (rows, cols)
+  Tensor O = make_tensor(tOrO.data(), rowcol_layout(tOrO.layout()));
+  Tensor cS = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));
+  Tensor cO = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+  constexpr int kRows = decltype(size<0>(S))::value;
+  static_assert(kRows == 2, "one 64-row wgmma per warpgroup: two rows per thread");
+
+  // P: S converted to the input dtype, read by the PV wgmma as its register A operand.
+  Tensor rP = make_tensor<Element>(tSrS.layout());
+  Tensor tOrP = make_tensor(rP.data(), acc_as_operand_a(tSrS.layout()));  // ((2,2,2), 1, N/16)
+
+  RowSoftmax<kRows> softmax;
+  const int slab = tid / 128;  // which 64 rows of the query tile this warpgroup owns
+  RingPosition<Traits::kStages> ring;
+  uint32_t q_round = 0;
+
+  // ---- the pieces of one KV step --------------------------------------------------------
+  auto issue_qk = [&](int stage) {  // S = Q K[stage]^T, committed, not waited for
+    warpgroup_fence_operand(tSrS);
+    warpgroup_arrive();
+    mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+#pragma unroll
+    for (int k = 0; k < size<2>(tSrQ); ++k) {
+      cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k, stage), tSrS);
+      mma_qk.accumulate_ = GMMA::ScaleOut::One;
+    }
+    warpgroup_commit_batch();
+  };
+  auto issue_pv = [&](int stage) {  // O += P V[stage], committed, not waited for
+    warpgroup_fence_operand(rP);  // P is written before wgmma.fence and read until the wait
+    warpgroup_fence_operand(tOrO);
+    warpgroup_arrive();
+#pragma unroll
+    for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv, tOrP(_, _, k), tOrV(_, _, k, stage), tOrO);
+    warpgroup_commit_batch();
+  };
+  // Soft cap, mask and the online softmax of the S tile at key0; S becomes the weights.
+  auto score = [&](const core::MaskSpec& spec, core::TileClass cls, int tile_row0, int key0,
+                   float (&correction)[kRows]) {
+    warpgroup_fence_operand(tSrS);
+    if (p.softcap_pre > 0.0f) {
+#pragma unroll
+      for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * p.softcap_pre);
+    }
+    if (cls != core::TileClass::kFull) apply_mask(S, cS, spec, tile_row0, key0);
+    softmax.update(S, p.scale_log2, correction);
+  };
+  auto convert_p = [&] {
+#pragma unroll
+    for (int i = 0; i < size(tSrS); i += 2) *reinterpret_cast<uint32_t*>(&rP(i)) = pack2<Element>(tSrS(i), tSrS(i + 1));
+  };
+
+  if constexpr (Traits::kOverlap && Traits::kPingPong) {
+    if (slab == 1) ptx::named_arrive(kPingPongBarrier, 256);  // warpgroup 0 goes first
+  }
+
+  for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
+    const Unit t = load_unit<kBlockM, kBlockN>(p, u);
+    const WorkItem& it = t.item;
+    const core::MaskSpec spec{it.qo_len, it.kv_len, p.causal, p.window_left};
+    const int tile_row0 = it.m_block * kBlockM;
+    const int slab_begin = tile_row0 + slab * 64;
+    const int slab_end = min(slab_begin + 64, it.qo_len);  // rows past qo_len are never written
+    auto classify = [&](int n) {
+      return core::classify_tile(spec, slab_begin, slab_end, n * kBlockN, (n + 1) * kBlockN);
+    };
+    clear(tOrO);
+    softmax.reset();
+
+    if (!t.empty()) {
+      ptx::mbar_wait(&s.q_full, q_round & 1u);
+      if constexpr (Traits::kOverlap) {
+        // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
+        // pipeline and the ping-pong need both warpgroups to take the same steps.
+        float correction[kRows];
+        int n = it.n_end - 1;
+        ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+        issue_qk(ring.stage);
+        warpgroup_wait<0>();
+        if (n == it.n_begin) warp_release(&s.q_empty);
+        warp_release(&s.k_empty[ring.stage]);
+        score(spec, classify(n), tile_row0, n * kBlockN, correction);  // O is 0: no rescale
+        convert_p();
+        RingPosition<Traits::kStages> v_ring = ring;  // where P's V tile is
+        ring.advance();
+        for (--n; n >= it.n_begin; --n) {
+          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+          pingpong_wait<Traits::kPingPong>(slab);
+          issue_qk(ring.stage);
+          ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+          issue_pv(v_ring.stage);
+          pingpong_pass<Traits::kPingPong>(slab);
+          warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
+          if (n == it.n_begin) warp_release(&s.q_empty);
+          warp_release(&s.k_empty[ring.stage]);
+          score(spec, classify(n), tile_row0, n * kBlockN, correction);
+          warpgroup_wait<0>();  // PV(n+1) done: O and P are free
+          warpgroup_fence_operand(tOrO);
+          warpgroup_fence_operand(rP);
+          warp_release(&s.v_empty[v_ring.stage]);
+          softmax.rescale(O, correction);
+          convert_p();
+          v_ring = ring;
+          ring.advance();
+        }
+        ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+        issue_pv(v_ring.stage);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tOrO);
+        warp_release(&s.v_empty[v_ring.stage]);
+      } else {
+        for (int n = it.n_end - 1; n >= it.n_begin; --n, ring.advance()) {
+          const core::TileClass cls = classify(n);
+          const bool active = cls != core::TileClass::kHidden;
+          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+          if (active) {
+            issue_qk(ring.stage);
+            warpgroup_wait<0>();
+          }
+          if (n == it.n_begin) warp_release(&s.q_empty);  // last QK^T of the unit is done
+          warp_release(&s.k_empty[ring.stage]);
+          if (active) {
+            float correction[kRows];
+            score(spec, cls, tile_row0, n * kBlockN, correction);
+            softmax.rescale(O, correction);
+            convert_p();
+          }
+          ptx::mbar_wait(&s.v_full[ring.stage], ring.phase);
+          if (active) {
+            issue_pv(ring.stage);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(tOrO);
+          }
+          warp_release(&s.v_empty[ring.stage]);
+        }
+      }
+      ++q_round;
+    }
+    store_rows<Element>(p, t, tile_row0, O, cO, softmax, kHeadDim);
+  }
+}
+
+}  // namespace flashband::sm90

@@ -1,0 +1,133 @@
+#include "backends/sm90/kernel_args.h"
+
+#include <cmath>
+#include <string>
+
+#include "backends/cuda/merge.h"
+#include "backends/sm90/tensor_map.h"
+#include "core/state.h"
+#include "flashband/error.h"
+
+namespace flashband::sm90 {
+
+const PlanState& plan_state(const core::AttentionParams& a) {
+  if (!a.work) throw Error(ErrorCode::kInternal, "sm90: launch without an sm90 plan (params.work is null)");
+  return *static_cast<const PlanState*>(a.work);
+}
+
+KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState& st, const LaunchShape& shape) {
+  KernelParams p{};
+  p.num_qo_heads = a.num_qo_heads;
+  p.group_size = a.num_qo_heads / a.num_kv_heads;
+  p.items = st.items;
+  p.num_items = st.num_items;
+  p.num_units = st.num_items * a.num_qo_heads;
+  if (!st.items) {
+    p.single_qo_len = static_cast<int>(a.total_qo_tokens);
+    p.single_kv_len = a.max_kv_len;
+  }
+  if (p.num_units == 0 || a.total_qo_tokens == 0) {
+    p.num_units = 0;
+    return p;
+  }
+
+  p.tma_q = make_token_major_map({a.q, a.dtype, a.total_qo_tokens, a.num_qo_heads, a.head_dim, a.q_stride_n,
+                                  a.q_stride_h},
+                                 shape.block_m, "q");
+  if (!shape.paged && st.total_kv_tokens > 0) {
+    p.tma_k = make_token_major_map({a.k, a.dtype, st.total_kv_tokens, a.num_kv_heads, a.head_dim, a.k_stride_n,
+                                    a.k_stride_h},
+                                   shape.block_n, "k");
+    p.tma_v = make_token_major_map({a.v, a.dtype, st.total_kv_tokens, a.num_kv_heads, a.head_dim, a.v_stride_n,
+                                    a.v_stride_h},
+                                   shape.block_n, "v");
+  }
+  // The epilogue stores pairs of adjacent columns as one 4-byte word.
+  if (a.o_stride_n % 2 != 0 || a.o_stride_h % 2 != 0)
+    throw Error(ErrorCode::kUnsupported, "out: strides " + std::to_string(a.o_stride_n) + ", " +
+                                             std::to_string(a.o_stride_h) +
+                                             " elements; the sm90 backend needs even strides; the sm80 backend "
+                                             "takes any stride");
+  p.o = a.o;
+  p.o_stride_n = a.o_stride_n;
+  p.o_stride_h = a.o_stride_h;
+  p.lse = a.lse;
+  p.lse_stride_n = a.lse_stride_n;
+  p.lse_stride_h = a.lse_stride_h;
+
+  p.k = a.k;
+  p.v = a.v;
+  p.k_stride_page = a.k_stride_page;
+  p.k_stride_n = a.k_stride_n;
+  p.k_stride_h = a.k_stride_h;
+  p.v_stride_page = a.v_stride_page;
+  p.v_stride_n = a.v_stride_n;
+  p.v_stride_h = a.v_stride_h;
+  p.page_indices = a.page_indices;
+  p.page_size = a.page_size;
+  p.page_shift = -1;
+  if (shape.paged && a.page_size > 0 && (a.page_size & (a.page_size - 1)) == 0) {
+    int s = 0;
+    while ((1 << s) < a.page_size) ++s;
+    p.page_shift = s;
+  }
+  if (shape.paged) {
+    if (!a.page_indices) throw Error(ErrorCode::kInternal, "sm90: paged launch without device page indices");
+    // The gathers move 16-byte chunks: every row of every page must start 16-byte aligned.
+    // Strides of extent-1 dimensions are never stepped along.
+    const bool heads = a.num_kv_heads > 1, slots = a.page_size > 1;
+    const struct {
+      const char* name;
+      int64_t stride;
+      bool used;
+    } strides[] = {{"paged_k_cache page", a.k_stride_page, true}, {"paged_k_cache token", a.k_stride_n, slots},
+                   {"paged_k_cache head", a.k_stride_h, heads},   {"paged_v_cache page", a.v_stride_page, true},
+                   {"paged_v_cache token", a.v_stride_n, slots},  {"paged_v_cache head", a.v_stride_h, heads}};
+    for (const auto& s : strides)
+      if (s.used && s.stride % 8 != 0)
+        throw Error(ErrorCode::kUnsupported, std::string(s.name) + " stride is " + std::to_string(s.stride) +
+                                                 " elements; the sm90 backend copies 16-byte chunks and needs a "
+                                                 "multiple of 8; the sm80 backend takes any stride");
+  }
+
+  p.causal = a.causal;
+  p.window_left = a.window_left;
+  if (a.logits_soft_cap > 0.0f) {
+    p.softcap_pre = a.sm_scale / a.logits_soft_cap;
+    p.scale_log2 = a.logits_soft_cap * core::kLog2e;
+  } else {
+    p.softcap_pre = 0.0f;
+    p.scale_log2 = a.sm_scale * core::kLog2e;
+  }
+
+  p.num_splits = st.num_splits;
+  p.partial_o = st.partial_o;
+  p.partial_lse = st.partial_lse;
+  return p;
+}
+
+void merge_splits(const core::AttentionParams& a, const PlanState& st) {
+  const int64_t H = a.num_qo_heads, D = a.head_dim, S = st.num_splits;
+  cuda::StateSet in;
+  in.v = st.partial_o;
+  in.dtype = DType::kF32;
+  in.v_stride_n = S * H * D;
+  in.v_stride_s = H * D;
+  in.v_stride_h = D;
+  in.s = st.partial_lse;
+  in.s_stride_n = S * H;
+  in.s_stride_s = H;
+  in.s_stride_h = 1;
+  in.num_states = st.num_splits;
+  cuda::MergeTarget out;
+  out.v = a.o;
+  out.dtype = a.dtype;
+  out.v_stride_n = a.o_stride_n;
+  out.v_stride_h = a.o_stride_h;
+  out.s = a.lse;
+  out.s_stride_n = a.lse_stride_n;
+  out.s_stride_h = a.lse_stride_h;
+  cuda::launch_merge(in, nullptr, a.total_qo_tokens, a.num_qo_heads, a.head_dim, out, a.stream);
+}
+
+}  // namespace flashband::sm90

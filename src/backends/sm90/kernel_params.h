@@ -1,0 +1,61 @@
+// The one argument of the sm90 prefill kernel, passed as a __grid_constant__ so that the
+// TMA descriptors inside it stay in parameter memory (TMA reads them from there).
+#pragma once
+#include <cuda.h>  // CUtensorMap (a plain struct; nothing from libcuda is linked)
+
+#include <cstdint>
+
+#include "backends/sm90/work_list.h"
+
+namespace flashband::sm90 {
+
+struct KernelParams {
+  // Tensor maps over the whole token-major tensors, rank 3: (D, tokens, heads) with the
+  // tensor's own strides, so NHD and HND are the same map; 128-byte swizzled boxes of 64
+  // columns. tma_k / tma_v are used for contiguous K/V only.
+  CUtensorMap tma_q;
+  CUtensorMap tma_k;
+  CUtensorMap tma_v;
+
+  void* o = nullptr;  // [tokens, Hq, D] of the kernel's element type
+  int64_t o_stride_n = 0, o_stride_h = 0;
+  float* lse = nullptr;  // [tokens, Hq] base 2, or nullptr
+  int64_t lse_stride_n = 0, lse_stride_h = 0;
+
+  // Paged K/V (cp.async gathers): token t of a request is slot t % page_size of page
+  // page_indices[item.kv_start + t / page_size].
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t k_stride_page = 0, k_stride_n = 0, k_stride_h = 0;
+  int64_t v_stride_page = 0, v_stride_n = 0, v_stride_h = 0;
+  const int32_t* page_indices = nullptr;
+  int page_size = 0;
+  int page_shift = -1;  // log2(page_size) when it is a power of two, else -1
+
+  // Work: either a list from the planner, or (items == nullptr) one request whose query
+  // tiles are derived in the kernel, last tile first.
+  const WorkItem* items = nullptr;
+  int num_items = 0;
+  int single_qo_len = 0;
+  int single_kv_len = 0;
+  int num_units = 0;  // num_items * num_qo_heads
+
+  int num_qo_heads = 0;
+  int group_size = 1;  // num_qo_heads / num_kv_heads
+
+  bool causal = false;
+  int window_left = -1;
+  // Logits in base-2 units are s * scale_log2 without a soft cap, and
+  // tanh(s * softcap_pre) * scale_log2 with one (softcap_pre = sm_scale / cap,
+  // scale_log2 = cap * log2 e).
+  float scale_log2 = 0.0f;
+  float softcap_pre = 0.0f;  // 0: no soft cap
+
+  // Split-KV partial states (items with split >= 0):
+  // partial_o [tokens, num_splits, Hq, D] float32, partial_lse [tokens, num_splits, Hq].
+  float* partial_o = nullptr;
+  float* partial_lse = nullptr;
+  int num_splits = 1;
+};
+
+}  // namespace flashband::sm90

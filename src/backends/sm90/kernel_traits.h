@@ -1,0 +1,124 @@
+// Compile-time description of one sm90 prefill instantiation: element type, tile sizes,
+// warpgroup roles and register split, shared-memory layouts and the two tiled wgmma ops.
+//
+// Shared-memory layouts are CuTe's canonical 128-byte-swizzled wgmma layouts, which are also
+// exactly what a TMA box of 64 columns x R rows with SWIZZLE_128B writes: row r of a box at
+// byte r * 128, its 16-byte chunks XOR-ed with r % 8, and boxes of successive 64-column
+// blocks one after the other. swizzled_offset() spells this out; the static_asserts below
+// check it against the CuTe layouts, so the TMA / cp.async producers and the wgmma
+// consumers provably agree.
+#pragma once
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cutlass/numeric_types.h>
+
+#include "backends/sm90/tile_config.h"
+
+namespace flashband::sm90 {
+
+// Element offset of (row, col) in a tile of `rows` rows stored as consecutive 64-column
+// blocks of rows x 128 bytes, each row's 16-byte chunks XOR-swizzled by row % 8.
+__host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
+  return (col / 64) * rows * 64 + row * 64 + ((((col % 64) / 8) ^ (row % 8)) * 8) + col % 8;
+}
+
+template <class Element_, int kHeadDim_>
+struct KernelTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = TileConfig<kHeadDim>::kBlockM;
+  static constexpr int kBlockN = TileConfig<kHeadDim>::kBlockN;
+  static constexpr int kStages = TileConfig<kHeadDim>::kStages;
+  static constexpr bool kOverlap = TileConfig<kHeadDim>::kOverlap;
+  static constexpr bool kPingPong = TileConfig<kHeadDim>::kPingPong;
+  static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
+  static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
+
+  // Warpgroup 0 produces (TMA: one thread; paged cp.async: all 128), the others consume,
+  // one per 64 query rows.
+  static constexpr int kConsumerWarpgroups = kBlockM / 64;
+  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kThreads = 128 + kConsumerThreads;
+  // setmaxnreg split. At launch every thread holds kEntryRegs (65536 / kThreads rounded down
+  // to the allocation granule of 8); the producer gives registers back and the consumers
+  // take them, and the two must balance within that pool or setmaxnreg.inc waits forever.
+  // A TMA producer is one thread issuing copies (24 is the minimum); the paged producer
+  // keeps 40 for its gathers' 64-bit address arithmetic.
+  static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
+  template <bool kPaged>
+  static constexpr int kProducerRegs = kPaged ? 40 : 24;
+  template <bool kPaged>
+  static constexpr int kConsumerRegs =
+      ((kEntryRegs * kThreads - kProducerRegs<kPaged> * 128) / kConsumerThreads) / 8 * 8;
+  static_assert(kConsumerWarpgroups == 2, "register split and named barriers assume two consumer warpgroups");
+  static_assert(kProducerRegs<false> * 128 + kConsumerRegs<false> * kConsumerThreads <= kEntryRegs * kThreads);
+  static_assert(kProducerRegs<true> * 128 + kConsumerRegs<true> * kConsumerThreads <= kEntryRegs * kThreads);
+  static_assert(kConsumerRegs<false> <= 256 && kConsumerRegs<true> <= 256);
+
+  static constexpr int kChunkCols = 8;  // 16 bytes of two-byte elements
+  static constexpr uint32_t kQBytes = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kKVBytes = kBlockN * kHeadDim * sizeof(Element);
+
+  using TileQK = cute::Shape<cute::Int<kBlockM>, cute::Int<kBlockN>, cute::Int<kHeadDim>>;
+  using TilePV = cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>, cute::Int<kBlockN>>;
+  using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kConsumerWarpgroups>, cute::_1, cute::_1>>;
+
+  // Q [kBlockM, D] and K [kBlockN, D, stage]: K-major (D contiguous) operands of S = Q K^T.
+  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>>{}));
+  using SmemLayoutK = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<Element>{},
+      cute::Shape<cute::Int<kBlockN>, cute::Int<kHeadDim>, cute::Int<kStages>>{}));
+  // V seen as B of O = P V: (N = D, K = kBlockN, stage), MN-major (D contiguous), tiled
+  // rows-first so that each 64-column block of D holds all kBlockN rows, like a TMA box.
+  using SmemLayoutVt = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_MN_SW128_Atom<Element>{},
+      cute::Shape<cute::Int<kHeadDim>, cute::Int<kBlockN>, cute::Int<kStages>>{},
+      cute::Step<cute::_2, cute::_1, cute::_3>{}));
+
+  // S = Q K^T with both operands in shared memory; O += P V with P from registers.
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, TileQK>(), WarpgroupLayout{}));
+  using TiledMmaPV = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<Element, Element, float, TilePV, cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+      WarpgroupLayout{}));
+  static_assert(cute::size(TiledMmaQK{}) == kConsumerThreads && cute::size(TiledMmaPV{}) == kConsumerThreads);
+
+  static constexpr int kTileElems = kBlockN * kHeadDim;
+  static constexpr int kQElems = kBlockM * kHeadDim;
+
+  // The layouts are the TMA box placement (spot checks at corners, swizzle and block edges).
+  // CuTe keeps the swizzle of these layouts in byte-address terms (it is applied to the
+  // shared-memory address once a pointer is attached), so the check swizzles byte offsets.
+  static constexpr int byte_offset(int element_offset) {
+    return int(cute::Swizzle<3, 4, 3>{}(element_offset * int(sizeof(Element))));
+  }
+  static constexpr bool layouts_match_tma() {
+    constexpr auto q = SmemLayoutQ{}.layout_b();
+    constexpr auto k = SmemLayoutK{}.layout_b();
+    constexpr auto vt = SmemLayoutVt{}.layout_b();
+    constexpr int e = int(sizeof(Element));
+    const int rows[] = {0, 1, 7, 8, 9, 15, kBlockN - 1};
+    const int cols[] = {0, 1, 8, 15, 16, 63, 64, 65, 72, kHeadDim - 1};
+    for (int r : rows) {
+      for (int c : cols) {
+        if (c >= kHeadDim) continue;
+        if (byte_offset(int(q(r, c))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(k(r, c, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
+        if (byte_offset(int(k(r, c, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
+        if (byte_offset(int(vt(c, r, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
+        if (byte_offset(int(vt(c, r, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
+      }
+    }
+    return true;
+  }
+  static_assert(cute::is_same_v<std::decay_t<decltype(SmemLayoutQ{}.layout_a())>, cute::Swizzle<3, 4, 3>> &&
+                cute::is_same_v<std::decay_t<decltype(SmemLayoutK{}.layout_a())>, cute::Swizzle<3, 4, 3>> &&
+                cute::is_same_v<std::decay_t<decltype(SmemLayoutVt{}.layout_a())>, cute::Swizzle<3, 4, 3>>,
+                "expected the 128-byte swizzle");
+  static_assert(layouts_match_tma(), "CuTe smem layouts differ from the TMA box placement");
+};
+
+}  // namespace flashband::sm90

@@ -1,0 +1,168 @@
+// detail::plan_sm90: builds the work list (query tile x KV split, longest first), picks the
+// number of KV splits, and uploads index arrays and the work list into the caller's
+// workspace with one cudaMemcpyAsync on the plan's stream. A single request without splits
+// needs no work list (the kernel derives its tiles), so single_prefill runs without a
+// workspace.
+//
+// Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len |
+// work items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/upload.h"
+#include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/tile_config.h"
+#include "backends/sm90/work_list.h"
+#include "flashband/error.h"
+#include "plan/plan.h"
+
+namespace flashband {
+
+namespace sm90 {
+
+namespace {
+
+std::size_t partial_bytes(int64_t row_splits, int head_dim) {
+  return cuda::align_up(static_cast<std::size_t>(row_splits) * head_dim * sizeof(float)) +
+         cuda::align_up(static_cast<std::size_t>(row_splits) * sizeof(float));
+}
+
+}  // namespace
+
+std::size_t sm90_page_index_bytes(int64_t num_page_indices) {
+  return cuda::align_up(static_cast<std::size_t>(std::max<int64_t>(num_page_indices, 0)) * sizeof(int32_t));
+}
+
+std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+  const TileShape tile = tile_shape(head_dim);
+  if (tile.block_m == 0) return 0;
+  const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
+  const std::size_t indices = 3 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up(b * sizeof(int32_t));
+  // Unsplit: one item per query tile (one extra per request for ragged ends). Split: the
+  // planner keeps items x heads x splits within one wave of multiprocessors.
+  const int64_t unsplit_items = max_qo_tokens / tile.block_m + static_cast<int64_t>(b);
+  const int64_t items = std::max<int64_t>(unsplit_items, kMaxMultiprocessors);
+  const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
+  // Split partial states: (token, head) rows x splits <= units x splits x kBlockM.
+  const int64_t row_splits = std::min<int64_t>(max_qo_tokens * num_qo_heads * kMaxKVSplits,
+                                               static_cast<int64_t>(kMaxMultiprocessors) * tile.block_m);
+  return indices + work + partial_bytes(row_splits, head_dim);
+}
+
+}  // namespace sm90
+
+namespace detail {
+
+void plan_sm90(Plan& plan, const Workspace& workspace) {
+  core::AttentionParams& a = plan.params;
+  const sm90::TileShape tile = sm90::tile_shape(a.head_dim);
+  if (tile.block_m == 0)
+    throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
+                                             " (supports 64, 128, 256)");
+  const bool paged = a.kv_storage == core::KVStorage::kPaged;
+  const int B = plan.batch;
+  const int H = a.num_qo_heads;
+
+  auto state = std::make_shared<sm90::PlanState>();
+  state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
+  state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
+
+  sm90::WorkListInput in;
+  in.batch = B;
+  in.qo_indptr = plan.qo_indptr.data();
+  in.kv_start = plan.kv_indptr.data();
+  in.kv_lens = plan.kv_lens.data();
+  in.causal = a.causal;
+  in.window_left = a.window_left;
+  in.block_m = tile.block_m;
+  in.block_n = tile.block_n;
+  int64_t query_tiles = 0;
+  for (int b = 0; b < B; ++b) query_tiles += (plan.qo_indptr[b + 1] - plan.qo_indptr[b] + tile.block_m - 1) / tile.block_m;
+
+  a.work = state.get();
+  a.num_work_items = static_cast<int>(query_tiles);
+  a.num_kv_splits = 1;
+  a.scratch = nullptr;
+  a.scratch_bytes = 0;
+  plan.backend_state = state;
+
+  const bool have_workspace = workspace.data != nullptr && workspace.bytes > 0;
+  if (query_tiles == 0) {  // no query rows: run() launches nothing
+    a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
+    return;
+  }
+  if (!have_workspace) {
+    // One contiguous request: the kernel needs no device arrays.
+    if (B == 1 && !paged) {
+      a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
+      state->num_items = static_cast<int>(query_tiles);
+      return;
+    }
+    throw Error(ErrorCode::kInvalidArgument,
+                "workspace: got none, the sm90 backend needs a device workspace for batch and paged plans (size it "
+                "with batch_workspace_bytes)");
+  }
+
+  cuda::IndexBlob blob;
+  const std::size_t off_qo = blob.append(plan.qo_indptr);
+  const std::size_t off_kv = blob.append(plan.kv_indptr);
+  const std::size_t off_lens = blob.append(plan.kv_lens);
+  std::size_t off_pages = 0, off_last = 0;
+  if (paged) {
+    off_pages = blob.append(plan.page_indices);
+    off_last = blob.append(plan.last_page_len);
+  }
+  const std::size_t index_bytes = cuda::align_up(blob.size());
+  const int64_t rows = a.total_qo_tokens * H;
+  auto needed = [&](int s) {
+    const std::size_t work = cuda::align_up(static_cast<std::size_t>(query_tiles) * s * sizeof(sm90::WorkItem));
+    return index_bytes + work + (s > 1 ? sm90::partial_bytes(rows * s, a.head_dim) : 0);
+  };
+  if (needed(1) > workspace.bytes)
+    throw Error(ErrorCode::kInvalidArgument, "workspace: got " + std::to_string(workspace.bytes) +
+                                                 " bytes, this sm90 plan needs at least " + std::to_string(needed(1)) +
+                                                 " (index arrays and work list)");
+
+  int max_splits = sm90::kMaxKVSplits;
+  while (max_splits > 1 && needed(max_splits) > workspace.bytes) --max_splits;
+  const int S = sm90::choose_num_splits(query_tiles * H, sm90::max_kv_tiles(in), state->num_sms, max_splits,
+                                        sm90::kMinKVTilesPerSplit);
+  in.num_splits = S;
+
+  auto* base = static_cast<unsigned char*>(workspace.data);
+  auto at = [&](std::size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
+  a.qo_indptr = at(off_qo);
+  a.kv_indptr = at(off_kv);
+  a.kv_lens = at(off_lens);
+  a.page_indices = paged ? at(off_pages) : nullptr;
+  a.last_page_len = paged ? at(off_last) : nullptr;
+
+  // A single request without splits derives its tiles in the kernel; the rest need a list.
+  if (B == 1 && S == 1) {
+    state->num_items = static_cast<int>(query_tiles);
+  } else {
+    state->host_items = sm90::build_work_list(in);
+    const std::size_t off_work =
+        blob.append(state->host_items.data(), state->host_items.size() * sizeof(sm90::WorkItem));
+    state->items = reinterpret_cast<const sm90::WorkItem*>(base + off_work);
+    state->num_items = static_cast<int>(state->host_items.size());
+  }
+  cuda::upload_async(base, blob, a.stream);
+
+  a.num_work_items = state->num_items;
+  a.num_kv_splits = S;
+  state->num_splits = S;
+  if (S > 1) {
+    const std::size_t off_o = cuda::align_up(blob.size());
+    const std::size_t o_bytes = cuda::align_up(static_cast<std::size_t>(rows) * S * a.head_dim * sizeof(float));
+    state->partial_o = reinterpret_cast<float*>(base + off_o);
+    state->partial_lse = reinterpret_cast<float*>(base + off_o + o_bytes);
+    a.scratch = base + off_o;
+    a.scratch_bytes = workspace.bytes - off_o;
+  }
+}
+
+}  // namespace detail
+}  // namespace flashband

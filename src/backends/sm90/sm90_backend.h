@@ -1,0 +1,44 @@
+// What the rest of flashband sees of the sm90 backend: workspace sizing, the host-side plan
+// state a launch reads, and the launch functions the registry stores.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/sm90/work_list.h"
+#include "core/params.h"
+#include "flashband/tensor.h"
+
+namespace flashband::sm90 {
+
+// Upper bound of workspace an sm90 batch plan needs for these maxima: index arrays, work
+// list and split-KV partial states. Paged plans also copy their page indices
+// (sm90_page_index_bytes). A plan that finds less room uses fewer KV splits, and fails with
+// Error(kInvalidArgument) naming the bytes it needs only when the arrays alone do not fit.
+std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim);
+std::size_t sm90_page_index_bytes(int64_t num_page_indices);
+
+// Limits that bound the split-KV part of sm90_workspace_bytes.
+constexpr int kMaxKVSplits = 32;
+constexpr int kMaxMultiprocessors = 256;  // any Hopper part has fewer
+constexpr int kMinKVTilesPerSplit = 4;    // below this the merge costs more than it saves
+
+// Host state of a plan: owned by Plan::backend_state, reached through
+// AttentionParams::work. Everything a launch needs that AttentionParams does not carry.
+struct PlanState {
+  const WorkItem* items = nullptr;  // device work list; nullptr: one request, derived in-kernel
+  int num_items = 0;                // query tiles x splits (without heads)
+  int64_t total_kv_tokens = 0;      // contiguous K/V rows addressable through TMA
+  int num_sms = 0;
+  int num_splits = 1;
+  float* partial_o = nullptr;       // split-KV states in the workspace
+  float* partial_lse = nullptr;
+  std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)
+};
+
+// Registry launch functions, one per compiled kernel (dtype x head dim x storage); each is
+// explicitly instantiated in one kernels/*.cu file.
+template <DType kDType, int kHeadDim, bool kPaged>
+void launch_prefill(const core::AttentionParams& params);
+
+}  // namespace flashband::sm90

@@ -1,0 +1,95 @@
+// Online softmax over the rows a consumer thread holds, in base 2 (SPEC.md, core/state.h).
+// Logits arrive raw (after the soft cap, before scaling): the row max is kept raw, and
+// exp2(s * scale_log2 - max * scale_log2) is one FFMA and one ex2 per element. Rows that have
+// seen only -inf keep max = -inf; every (-inf) - (-inf) is avoided, so fully masked rows end
+// with sum 0, output 0 and LSE -inf.
+#pragma once
+#include <cute/tensor.hpp>
+
+#include "backends/sm90/ptx.h"
+#include "core/state.h"
+
+namespace flashband::sm90 {
+
+// tanh x = 1 - 2 / (2^(2x log2 e) + 1). tanh.approx.f32 is faster but its 2^-11 relative
+// error, times a soft cap of 30..50, exceeds the fp16 LSE tolerance; this form stays near
+// 1e-7 absolute and saturates correctly (2^large = inf -> 1, 2^-large = 0 -> -1).
+__device__ __forceinline__ float tanh_accurate(float x) {
+  const float e = ptx::ex2(x * 2.8853900817779268f);
+  return 1.0f - __fdividef(2.0f, e + 1.0f);
+}
+
+// Each row of a 64-row wgmma accumulator is spread over the 4 lanes of a quad.
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+template <int kRows>
+struct RowSoftmax {
+  float row_max[kRows];  // raw logits; -inf until a visible key is seen
+  float row_sum[kRows];  // this thread's share of the sum of weights
+
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      row_max[r] = core::neg_inf();
+      row_sum[r] = 0.0f;
+    }
+  }
+
+  // s: (rows, cols) view of one S tile, capped and masked; replaced by the weights
+  // exp2(s * scale_log2 - max * scale_log2). Returns in `correction` the factor each row of
+  // the output accumulator must be multiplied by to move to the new maxima (rescale()).
+  template <class TensorS>
+  __device__ __forceinline__ void update(TensorS& s, float scale_log2, float (&correction)[kRows]) {
+    static_assert(decltype(cute::size<0>(s))::value == kRows);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int c = 0; c < cute::size<1>(s); ++c) m = fmaxf(m, s(r, c));
+      m = quad_max(m);
+      // Previous max -inf (nothing seen yet): exp2(-inf) = 0, and the accumulator is 0 anyway.
+      correction[r] = m == row_max[r] ? 1.0f : ptx::ex2((row_max[r] - m) * scale_log2);
+      row_max[r] = m;
+      const float m_scaled = m == core::neg_inf() ? 0.0f : m * scale_log2;
+      float sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < cute::size<1>(s); ++c) {
+        const float p = ptx::ex2(fmaf(s(r, c), scale_log2, -m_scaled));
+        s(r, c) = p;
+        sum += p;
+      }
+      row_sum[r] = row_sum[r] * correction[r] + sum;
+    }
+  }
+
+  // o: (rows, cols) view of the output accumulator.
+  template <class TensorO>
+  __device__ __forceinline__ static void rescale(TensorO& o, const float (&correction)[kRows]) {
+    static_assert(decltype(cute::size<0>(o))::value == kRows);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int c = 0; c < cute::size<1>(o); ++c) o(r, c) *= correction[r];
+    }
+  }
+
+  struct Final {
+    float scale;  // multiplies the accumulator; 0 for a row that saw no key
+    float lse;    // base 2; -inf for a row that saw no key
+  };
+  // Reduces the row sums over the quad; every lane must call it.
+  __device__ __forceinline__ Final finish(int r, float scale_log2) const {
+    const float total = quad_sum(row_sum[r]);
+    if (total > 0.0f) return {1.0f / total, row_max[r] * scale_log2 + log2f(total)};
+    return {0.0f, core::neg_inf()};
+  }
+};
+
+}  // namespace flashband::sm90

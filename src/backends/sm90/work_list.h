@@ -1,0 +1,65 @@
+// The sm90 work list: one item per (request, query tile, KV split), ordered longest-first so
+// that a persistent grid that takes items round-robin finishes its long ones early (an
+// approximation of longest-processing-time scheduling). Every query head of an item is a
+// separate unit of work: unit w is item w / num_qo_heads, head w % num_qo_heads, so the heads
+// of one GQA group run side by side and share their K/V tiles in L2.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/hd.h"
+#include "core/mask.h"
+
+namespace flashband::sm90 {
+
+struct alignas(16) WorkItem {
+  int32_t qo_start;  // first token of the request in Q / O / LSE
+  int32_t qo_len;
+  int32_t kv_start;  // contiguous: first token in K / V; paged: first entry in page_indices
+  int32_t kv_len;
+  int32_t m_block;   // query tile of the request: rows [m_block * kBlockM, +kBlockM)
+  int32_t n_begin;   // KV tiles [n_begin, n_end) of width kBlockN this item visits
+  int32_t n_end;
+  int32_t split;     // -1: writes O and LSE; >= 0: writes partial state number `split`
+};
+static_assert(sizeof(WorkItem) == 32, "WorkItem is loaded as two 16-byte vectors");
+
+// The KV tiles a query tile must visit (core::kv_tile_span), cut into `num_splits` chunks of
+// whole tiles; chunk `split` may be empty.
+FB_HD constexpr core::TileSpan split_span(core::TileSpan span, int num_splits, int split) {
+  const int n = span.end > span.begin ? span.end - span.begin : 0;
+  const int per = (n + num_splits - 1) / num_splits;
+  int b = span.begin + split * per;
+  int e = b + per;
+  if (e > span.end) e = span.end;
+  if (b > e) b = e;
+  return {b, e};
+}
+
+struct WorkListInput {
+  int batch = 0;
+  const int32_t* qo_indptr = nullptr;  // [batch + 1]
+  const int32_t* kv_start = nullptr;   // [batch]: kv_indptr (tokens, or pages when paged)
+  const int32_t* kv_lens = nullptr;    // [batch]
+  bool causal = false;
+  int window_left = -1;
+  int block_m = 0;
+  int block_n = 0;
+  int num_splits = 1;  // 1: items write O directly
+};
+
+// Items for every non-empty request, sorted by the number of KV tiles they visit, longest
+// first (stable, so equal items keep request order). Requests with qo_len = 0 get none;
+// every query row of the others is covered by exactly one item per split, including rows
+// that see no key (their item has an empty span and writes 0 / -inf).
+std::vector<WorkItem> build_work_list(const WorkListInput& in);
+
+// Longest KV span (in tiles) over the query tiles of the batch.
+int max_kv_tiles(const WorkListInput& in);
+
+// How many KV splits to use: enough to give `num_sms` multiprocessors one wave of work
+// when the query tiles alone (`units` = items x heads) leave most of them idle, but never
+// fewer than `min_tiles_per_split` KV tiles per split nor more than `max_splits`.
+int choose_num_splits(int64_t units, int max_tiles, int num_sms, int max_splits, int min_tiles_per_split = 4);
+
+}  // namespace flashband::sm90

@@ -1,0 +1,127 @@
+// Host-only checks of the sm90 planner half (no GPU): the work list covers every query tile
+// once per split, splits partition each tile's KV span, items come longest-first, and the
+// consumer's per-warpgroup walk over a span (classify_tile on 64-row slabs clamped to
+// qo_len) loses no visible pair and masks no invisible one. Built when the sm90 backend is,
+// linked against flashband (work_list.cpp is part of it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "backends/sm90/tile_config.h"
+#include "backends/sm90/work_list.h"
+#include "core/mask.h"
+
+namespace flashband::sm90 {
+namespace {
+
+// For every 64-row slab of query tile `m_block`: tiles classified hidden have no visible
+// pair, full tiles only visible pairs, partial tiles follow row_kv_range; and every visible
+// key lies inside `span`.
+void expect_walk_exact(const core::MaskSpec& spec, int m_block, int bm, int bn, core::TileSpan span) {
+  for (int slab = 0; slab < bm / 64; ++slab) {
+    const int sb = m_block * bm + slab * 64;
+    const int se = std::min(sb + 64, spec.qo_len);
+    for (int n = span.begin; n < span.end; ++n) {
+      const core::TileClass cls = core::classify_tile(spec, sb, se, n * bn, (n + 1) * bn);
+      for (int r = sb; r < se; ++r) {
+        const core::KVRange rr = core::row_kv_range(spec, r);
+        for (int k = n * bn; k < (n + 1) * bn; ++k) {
+          const bool vis = core::is_visible(spec, r, k);
+          ASSERT_EQ(vis, k >= rr.first && k < rr.last) << "row " << r << " key " << k;
+          if (cls == core::TileClass::kHidden) ASSERT_FALSE(vis) << "row " << r << " key " << k;
+          if (cls == core::TileClass::kFull) ASSERT_TRUE(vis) << "row " << r << " key " << k;
+        }
+      }
+    }
+    for (int r = sb; r < se; ++r)
+      for (int k = 0; k < spec.kv_len; ++k)
+        if (core::is_visible(spec, r, k)) ASSERT_TRUE(k / bn >= span.begin && k / bn < span.end);
+  }
+}
+
+TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
+  std::mt19937 rng(7);
+  for (int iter = 0; iter < 300; ++iter) {
+    const int D = kHeadDims[iter % 3];
+    const TileShape ts = tile_shape(D);
+    const int B = 1 + static_cast<int>(rng() % 5);
+    std::vector<int32_t> qo{0}, kv{0}, lens;
+    for (int b = 0; b < B; ++b) {
+      const int q = rng() % 5 == 0 ? 0 : 1 + static_cast<int>(rng() % 300);
+      const int k = rng() % 7 == 0 ? 0 : 1 + static_cast<int>(rng() % 700);
+      qo.push_back(qo.back() + q);
+      lens.push_back(k);
+      kv.push_back(kv.back() + k);
+    }
+    WorkListInput in;
+    in.batch = B;
+    in.qo_indptr = qo.data();
+    in.kv_start = kv.data();
+    in.kv_lens = lens.data();
+    in.causal = rng() % 2;
+    in.window_left = rng() % 3 == 0 ? -1 : static_cast<int>(rng() % 200);
+    in.block_m = ts.block_m;
+    in.block_n = ts.block_n;
+    in.num_splits = 1 + static_cast<int>(rng() % 4);
+    const std::vector<WorkItem> items = build_work_list(in);
+
+    for (size_t i = 1; i < items.size(); ++i)
+      ASSERT_GE(items[i - 1].n_end - items[i - 1].n_begin, items[i].n_end - items[i].n_begin);
+    size_t expected = 0;
+    for (int b = 0; b < B; ++b) {
+      const int q = qo[b + 1] - qo[b];
+      const core::MaskSpec spec{q, lens[b], in.causal, in.window_left};
+      for (int mb = 0; mb * in.block_m < q; ++mb) {
+        const core::TileSpan span = core::kv_tile_span(spec, mb * in.block_m, (mb + 1) * in.block_m, in.block_n);
+        expect_walk_exact(spec, mb, in.block_m, in.block_n, span);
+        std::vector<int> hits(in.num_splits, 0);
+        int covered = 0;
+        for (const WorkItem& it : items) {
+          if (it.qo_start != qo[b] || it.m_block != mb || it.kv_start != kv[b]) continue;
+          ASSERT_EQ(it.qo_len, q);
+          ASSERT_EQ(it.kv_len, lens[b]);
+          const int s = in.num_splits > 1 ? it.split : 0;
+          if (in.num_splits == 1) ASSERT_EQ(it.split, -1);
+          ASSERT_TRUE(s >= 0 && s < in.num_splits);
+          ++hits[s];
+          ASSERT_EQ(it.n_begin, split_span(span, in.num_splits, s).begin);
+          ASSERT_EQ(it.n_end, split_span(span, in.num_splits, s).end);
+          covered += it.n_end - it.n_begin;
+        }
+        for (int s = 0; s < in.num_splits; ++s) ASSERT_EQ(hits[s], 1) << "request " << b << " tile " << mb;
+        ASSERT_EQ(covered, span.end - span.begin);
+        expected += in.num_splits;
+      }
+    }
+    ASSERT_EQ(items.size(), expected);
+  }
+}
+
+TEST(Sm90WorkList, SplitPiecesPartitionTheSpan) {
+  for (int begin : {0, 5})
+    for (int n = 0; n <= 20; ++n)
+      for (int S = 1; S <= 9; ++S) {
+        int next = begin;
+        for (int s = 0; s < S; ++s) {
+          const core::TileSpan p = split_span({begin, begin + n}, S, s);
+          ASSERT_EQ(p.begin, next);
+          ASSERT_GE(p.end, p.begin);
+          next = p.end;
+        }
+        ASSERT_EQ(next, begin + n);
+      }
+}
+
+TEST(Sm90WorkList, SplitsOnlyWhenTheQueryTilesLeaveTheGpuIdle) {
+  EXPECT_EQ(choose_num_splits(16, 256, 132, 32, 4), 8);   // chunked prefill: 2 tiles x 8 heads
+  EXPECT_EQ(choose_num_splits(100, 256, 132, 32, 4), 1);  // most SMs busy already
+  EXPECT_EQ(choose_num_splits(16, 8, 132, 32, 4), 2);     // short spans: >= 4 tiles a split
+  EXPECT_EQ(choose_num_splits(16, 3, 132, 32, 4), 1);
+  EXPECT_EQ(choose_num_splits(1, 1000, 132, 32, 4), 32);  // capped
+  EXPECT_EQ(choose_num_splits(0, 1000, 132, 32, 4), 1);
+}
+
+}  // namespace
+}  // namespace flashband::sm90
