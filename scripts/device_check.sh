@@ -14,11 +14,12 @@ note() { summary+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); }
 has() { [[ " $steps " == *" $1 "* ]]; }
 export PYTHONUNBUFFERED=1
 
-cudnn_lib=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so /{print $NF; exit}')
-if [ -z "$cudnn_lib" ]; then
-  d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null)
-  [ -n "$d" ] && cudnn_lib=$(ls "$d"/libcudnn.so* 2>/dev/null | head -1)
-fi
+# Prefer the cuDNN that PyTorch loads: two different libcudnn.so.9 in one Python process
+# (torch's and a system one) can crash, and BENCH.md's peers use torch's.
+d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null)
+cudnn_lib=""
+[ -n "$d" ] && cudnn_lib=$(ls "$d"/libcudnn.so.9 "$d"/libcudnn.so* 2>/dev/null | head -1)
+[ -z "$cudnn_lib" ] && cudnn_lib=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so /{print $NF; exit}')
 echo "cudnn library: ${cudnn_lib:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 
@@ -69,6 +70,15 @@ if has sanitize; then
       note "$tool" FAILED "$(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"; tail -30 "$OUT/sanitize_$tool.log"
     fi
   done
+fi
+if has smoke; then
+  mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
+  if PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 scripts/py_smoke.py >"$OUT/smoke.log" 2>&1; then
+    note smoke ok ""
+  else
+    note smoke FAILED "$(tail -2 "$OUT/smoke.log" | tr '\n' ' ')"; tail -30 "$OUT/smoke.log"
+    PYTHONPATH="$root/$mod:$root/python" timeout 120 cuda-gdb -batch -ex run -ex bt --args python3 scripts/py_smoke.py 2>&1 | tail -40
+  fi
 fi
 if has python; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)

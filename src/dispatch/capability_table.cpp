@@ -46,6 +46,7 @@ Limits cudnn_limits(bool decode_before_sm90) {
   l.empty_rows = false;   // cuDNN does not promise exact 0 / -inf for rows that see no key
   // Its band mask is wrong for rows left of key 0 when qo_len > kv_len (bottom-right alignment).
   l.window_qo_longer_than_kv = false;
+  l.page_size_pow2 = true;  // its paged-cache load needs a power-of-two block size
   l.cudnn_versions = true;
   return l;
 }

@@ -31,6 +31,7 @@ struct Limits {
   bool hnd = true;
   int min_page_size = 1;  // paged ops only
   int max_page_size = 1 << 30;
+  bool page_size_pow2 = false;  // only powers of two
   bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
   bool window_qo_longer_than_kv = true;  // window_left with a request whose qo_len > kv_len
   // cudnn rows: runtime cuDNN versions are also checked against

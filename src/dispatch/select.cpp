@@ -68,6 +68,8 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
     if (p.kv_layout == KVLayout::kNHD && !l.nhd) return prefix(b) + "does not support kv_layout NHD";
     if (p.kv_layout == KVLayout::kHND && !l.hnd) return prefix(b) + "does not support kv_layout HND";
   }
+  if (is_paged(p.op) && l.page_size_pow2 && (p.page_size & (p.page_size - 1)) != 0)
+    return prefix(b) + "does not support page_size " + std::to_string(p.page_size) + " (supports powers of two)";
   if (is_paged(p.op) && (p.page_size < l.min_page_size || p.page_size > l.max_page_size))
     return prefix(b) + "does not support page_size " + std::to_string(p.page_size) + " (supports " +
            std::to_string(l.min_page_size) + ".." + std::to_string(l.max_page_size) + ")";

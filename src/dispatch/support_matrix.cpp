@@ -46,6 +46,7 @@ std::string layouts(const dispatch::Limits& l) {
 std::string pages(const dispatch::CapabilityRow& r) {
   if (r.op != Op::kPagedPrefill && r.op != Op::kPagedDecode) return "–";
   const auto& l = r.limits;
+  if (l.page_size_pow2) return "powers of 2";
   if (l.max_page_size >= (1 << 30)) return std::to_string(l.min_page_size) + "+";
   return std::to_string(l.min_page_size) + "–" + std::to_string(l.max_page_size);
 }
@@ -67,6 +68,18 @@ std::string support_matrix_markdown() {
     s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
       << yes(l.soft_cap) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
+  s << "\nA sliding window with a request whose qo_len > kv_len is refused by: ";
+  bool any = false;
+  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    for (const auto& r : dispatch::capability_table()) {
+      if (r.backend == b && r.status != dispatch::Status::kUnsupported && !r.limits.window_qo_longer_than_kv) {
+        s << (any ? ", " : "") << backend_name(b);
+        any = true;
+        break;
+      }
+    }
+  }
+  s << (any ? "" : "none") << ".\n";
   s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: ";
   bool first = true;
   for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {

@@ -79,7 +79,10 @@ __device__ __forceinline__ void store_warp_rows(const float (&o)[WarpShape<Cfg>:
     }
     return;
   }
-  // Stage: element (row, 8n + 2t) sits at byte 4t of chunk n of the row.
+  // Stage: element (row, 8n + 2t) sits at byte 4t of chunk n of the row. These are the
+  // warp's own Q rows, last read by its ldmatrix; the barrier orders that read before the
+  // overwrite across lanes explicitly (racecheck flags it otherwise).
+  __syncwarp();
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
