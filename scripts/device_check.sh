@@ -8,6 +8,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 OUT="${OUT:-$root/out}"
 mkdir -p "$OUT"
+# Logs gather in one archive ($OUT/logs.tgz): the GPU machine returns at most 8 files.
+LOG=$(mktemp -d)
 steps="${*:-build unit gpu sanitize python}"
 declare -a summary
 note() { summary+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); }
@@ -28,17 +30,17 @@ if has build; then
   extra=()
   [ -n "$cudnn_lib" ] && extra+=("-DFLASHBAND_CUDNN_LIB=$cudnn_lib")
   cmake -S . -B build -G Ninja -DFLASHBAND_CUDA_ARCHS=90a -DFLASHBAND_BUILD_PYTHON=ON \
-    -DPython_EXECUTABLE="$(command -v python3)" "${extra[@]}" ${FB_CMAKE_EXTRA:-} >"$OUT/configure.log" 2>&1
-  if cmake --build build -j 16 >"$OUT/build.log" 2>&1; then
+    -DPython_EXECUTABLE="$(command -v python3)" "${extra[@]}" ${FB_CMAKE_EXTRA:-} >"$LOG/configure.log" 2>&1
+  if cmake --build build -j 16 >"$LOG/build.log" 2>&1; then
     note build ok "$(( $(date +%s) - start ))s"
   else
-    note build FAILED "see build.log"; grep -E "error|FAILED" "$OUT/build.log" | head -40
+    note build FAILED "see build.log"; grep -E "error|FAILED" "$LOG/build.log" | head -40
   fi
 fi
 if has unit; then
-  (cd build && ctest -j 16 -E "^gpu[.]" --output-on-failure >"$OUT/unit.log" 2>&1) \
-    && note unit ok "$(grep -o '[0-9]* tests passed[^,]*' "$OUT/unit.log" | head -1)" \
-    || { note unit FAILED "$(grep -E 'tests passed' "$OUT/unit.log")"; grep -A3 "FAILED\|Failure" "$OUT/unit.log" | head -40; }
+  (cd build && ctest -j 16 -E "^gpu[.]" --output-on-failure >"$LOG/unit.log" 2>&1) \
+    && note unit ok "$(grep -o '[0-9]* tests passed[^,]*' "$LOG/unit.log" | head -1)" \
+    || { note unit FAILED "$(grep -E 'tests passed' "$LOG/unit.log")"; grep -A3 "FAILED\|Failure" "$LOG/unit.log" | head -40; }
 fi
 if has gpu; then
   # One run per backend group, each with its own time limit, so a hang in one backend's
@@ -47,11 +49,11 @@ if has gpu; then
     name=${group%%:*}; rest=${group#*:}; filter=${rest%:*}; limit=${rest##*:}
     start=$(date +%s)
     if timeout "$limit" ./build/tests/gpu/flashband_gpu_tests --gtest_brief=1 --gtest_filter="$filter" \
-        --gtest_output=xml:"$OUT/gpu_$name.xml" >"$OUT/gpu_$name.log" 2>&1; then
-      note "gpu/$name" ok "$(grep -E '^\[  PASSED' "$OUT/gpu_$name.log") $(( $(date +%s) - start ))s"
+        >"$LOG/gpu_$name.log" 2>&1; then
+      note "gpu/$name" ok "$(grep -E '^\[  PASSED' "$LOG/gpu_$name.log") $(( $(date +%s) - start ))s"
     else
-      note "gpu/$name" FAILED "rc=$? $(grep -cE '^\[  FAILED' "$OUT/gpu_$name.log") failed; $(grep -E '^\[  PASSED' "$OUT/gpu_$name.log"); $(( $(date +%s) - start ))s"
-      grep -E "^\[  FAILED|Failure|exception|error" "$OUT/gpu_$name.log" | head -40
+      note "gpu/$name" FAILED "rc=$? $(grep -cE '^\[  FAILED' "$LOG/gpu_$name.log") failed; $(grep -E '^\[  PASSED' "$LOG/gpu_$name.log"); $(( $(date +%s) - start ))s"
+      grep -E "^\[  FAILED|Failure|exception|error" "$LOG/gpu_$name.log" | head -40
     fi
   done
 fi
@@ -64,39 +66,40 @@ if has sanitize; then
     [ "$tool" = racecheck ] && skip="${skip:+$skip:}*cudnn*"
     f="$filter${skip:+-$skip}"
     if timeout 180 compute-sanitizer --tool $tool --error-exitcode 3 ./build/tests/gpu/flashband_gpu_tests \
-        --gtest_filter="$f" --gtest_brief=1 >"$OUT/sanitize_$tool.log" 2>&1; then
-      note "$tool" ok "$(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
+        --gtest_filter="$f" --gtest_brief=1 >"$LOG/sanitize_$tool.log" 2>&1; then
+      note "$tool" ok "$(grep -E 'ERROR SUMMARY' "$LOG/sanitize_$tool.log" | tail -1)"
     else
-      note "$tool" FAILED "$(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"; tail -30 "$OUT/sanitize_$tool.log"
+      note "$tool" FAILED "$(grep -E 'ERROR SUMMARY' "$LOG/sanitize_$tool.log" | tail -1)"; tail -30 "$LOG/sanitize_$tool.log"
     fi
   done
 fi
 if has smoke; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
-  if PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 scripts/py_smoke.py >"$OUT/smoke.log" 2>&1; then
+  if PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 scripts/py_smoke.py >"$LOG/smoke.log" 2>&1; then
     note smoke ok ""
   else
-    note smoke FAILED "$(tail -2 "$OUT/smoke.log" | tr '\n' ' ')"; tail -30 "$OUT/smoke.log"
+    note smoke FAILED "$(tail -2 "$LOG/smoke.log" | tr '\n' ' ')"; tail -30 "$LOG/smoke.log"
     PYTHONPATH="$root/$mod:$root/python" timeout 120 cuda-gdb -batch -ex run -ex bt --args python3 scripts/py_smoke.py 2>&1 | tail -40
   fi
 fi
 if has python; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
-  if PYTHONPATH="$root/$mod:$root/python" timeout 240 python3 -m pytest -q -x python/tests >"$OUT/pytest.log" 2>&1; then
-    note python ok "$(tail -1 "$OUT/pytest.log")"
+  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_PYTEST_LIMIT:-240}" python3 -m pytest -q -x python/tests >"$LOG/pytest.log" 2>&1; then
+    note python ok "$(tail -1 "$LOG/pytest.log")"
   else
-    note python FAILED "$(tail -1 "$OUT/pytest.log")"; tail -40 "$OUT/pytest.log"
+    note python FAILED "$(tail -1 "$LOG/pytest.log")"; tail -40 "$LOG/pytest.log"
   fi
 fi
 if has bench || has quickbench; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
   q=""; has quickbench && q="--quick"
-  if PYTHONPATH="$root/$mod:$root/python" timeout 540 python3 bench/run.py $q --out "$OUT" >"$OUT/bench.log" 2>&1; then
+  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_BENCH_LIMIT:-540}" python3 bench/run.py $q --out "$OUT" >"$LOG/bench.log" 2>&1; then
     note bench ok "see benchmarks.md"
   else
-    note bench FAILED "$(tail -3 "$OUT/bench.log" | tr '\n' ' ')"
+    note bench FAILED "$(tail -3 "$LOG/bench.log" | tr '\n' ' ')"
   fi
 fi
+tar czf "$OUT/logs.tgz" -C "$LOG" . 2>/dev/null
 echo
 echo "==== summary ===="
 printf '%s\n' "${summary[@]}"
