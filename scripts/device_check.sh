@@ -93,7 +93,7 @@ fi
 if has bench || has quickbench; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
   q=""; has quickbench && q="--quick"
-  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_BENCH_LIMIT:-540}" python3 bench/run.py $q --out "$OUT/bench" >"$LOG/bench.log" 2>&1; then
+  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_BENCH_LIMIT:-540}" python3 bench/run.py $q ${FB_BENCH_ARGS:-} --out "$OUT/bench" >"$LOG/bench.log" 2>&1; then
     note bench ok "see benchmarks.md"
   else
     note bench FAILED "$(tail -3 "$LOG/bench.log" | tr '\n' ' ')"
