@@ -140,7 +140,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
              non_blocking: bool = True) -> None:
         """num_pages (flashband extension): pages in the cache, to check the indices at plan
-        time; by default they are checked against the cache given to run()."""
+        time; by default max(paged_kv_indices) + 1, and run() checks them against the cache."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode)
         del use_fp16_qk_reduction, rope_scale, rope_theta, non_blocking
@@ -149,7 +149,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         indices = fw.host_int32(paged_kv_indices, "paged_kv_indices")
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
-        args = (qo, indptr, indices, last, page_size, _num_pages(num_pages), num_qo_heads,
+        args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices), num_qo_heads,
                 num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
@@ -162,9 +162,11 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
 
-def _num_pages(num_pages: Optional[int]) -> int:
+def _num_pages(num_pages: Optional[int], indices: Any) -> int:
     if num_pages is None:
-        return 2**31 - 1  # unknown at plan time: run() checks against the cache it gets
+        # Unknown at plan time: the smallest cache the indices fit; run() checks them against
+        # the cache it gets. (Backends size page tables from it, so no huge sentinel.)
+        return int(indices.max()) + 1 if len(indices) else 0
     if num_pages < 0:
         raise InvalidArgumentError(f"num_pages: got {num_pages}, allowed: >= 0")
     return int(num_pages)
