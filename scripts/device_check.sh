@@ -84,7 +84,7 @@ if has smoke; then
 fi
 if has python; then
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")" 2>/dev/null)
-  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_PYTEST_LIMIT:-240}" python3 -m pytest -q -x python/tests >"$LOG/pytest.log" 2>&1; then
+  if PYTHONPATH="$root/$mod:$root/python" timeout "${FB_PYTEST_LIMIT:-240}" python3 -m pytest -q ${FB_PYTEST_ARGS:--x} python/tests >"$LOG/pytest.log" 2>&1; then
     note python ok "$(tail -1 "$LOG/pytest.log")"
   else
     note python FAILED "$(tail -1 "$LOG/pytest.log")"; tail -40 "$LOG/pytest.log"

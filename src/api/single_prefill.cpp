@@ -26,12 +26,13 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
              q.dtype, q.device, q.device_id};
   r.opts = opts;
 
-  // Validate the tensors against a plan before the backend plans anything on the device.
-  auto plan = detail::make_plan(r, workspace);
-  core::AttentionParams a = plan->params;
-  bind::q_out(a, *plan, q, out, lse, k, v);
-  bind::kv_contiguous(a, *plan, k, v);
-  return detail::launch(*plan, a);
+  // The tensors are known here: validate and bind them before the backend plans, so a
+  // backend that bakes strides into its plan (cudnn's graphs) sees the real ones.
+  auto plan = detail::prepare_plan(r);
+  bind::q_out(plan->params, *plan, q, out, lse, k, v);
+  bind::kv_contiguous(plan->params, *plan, k, v);
+  detail::finish_plan(*plan, workspace);
+  return detail::launch(*plan, plan->params);
 }
 
 }  // namespace flashband

@@ -64,6 +64,17 @@ BackendPlanFn backend_planner(Backend b) {
 }  // namespace
 
 std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace) {
+  auto plan = prepare_plan(r);
+  finish_plan(*plan, workspace);
+  return plan;
+}
+
+void finish_plan(Plan& p, const Workspace& workspace) {
+  backend_planner(p.backend)(p, workspace);
+  if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
+}
+
+std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   validate::options(r.opts);
   validate::heads(r.shape.num_qo_heads, r.shape.num_kv_heads, r.shape.head_dim);
   validate::stream_for_device(r.opts.stream, r.shape.device);
@@ -149,9 +160,6 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   a.total_qo_tokens = p.qo_indptr[r.batch];
   a.stream = r.opts.stream;
   p.opts.sm_scale = a.sm_scale;
-
-  backend_planner(p.backend)(p, workspace);
-  if (!a.work && p.backend_state) a.work = p.backend_state.get();
   return plan;
 }
 

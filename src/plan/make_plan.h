@@ -19,6 +19,13 @@ struct PlanRequest {
 
 std::shared_ptr<Plan> make_plan(const PlanRequest& request, const Workspace& workspace);
 
+// make_plan in two steps, for callers that know the tensors at plan time (single_prefill):
+// prepare_plan does the host work and selection; the caller may bind tensors into
+// plan.params (so backends that bake strides into what they build see the real ones); then
+// finish_plan lets the chosen backend plan.
+std::shared_ptr<Plan> prepare_plan(const PlanRequest& request);
+void finish_plan(Plan& plan, const Workspace& workspace);
+
 // run(): checks that the kernel chosen at plan time may receive these params (the
 // needs_mask guard), launches it and reports what ran.
 RunInfo launch(const Plan& plan, const core::AttentionParams& params);
