@@ -188,17 +188,30 @@ Selection select(const ProblemDesc& p, Backend requested, const MachineInfo& m, 
     }
     throw Error(v.code, msg.str());
   }
+  return candidates(p, requested, m, registry, table).front();
+}
+
+std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const MachineInfo& m,
+                                  const Registry& registry, const std::vector<CapabilityRow>& table) {
+  if (requested != Backend::kAuto) {
+    Verdict v = check_backend(p, requested, m, registry, table);
+    if (v.ok) return {{requested, v.kernel, v.row->status}};
+    return {select(p, requested, m, registry, table)};  // throws, naming the alternatives
+  }
   // auto: validated backends first, in speed order, then declared ones.
+  std::vector<Selection> out;
   std::string reasons;
   for (Status wanted : {Status::kValidated, Status::kDeclared}) {
     for (Backend b : auto_preference(p.device)) {
       Verdict v = check_backend(p, b, m, registry, table);
-      if (v.ok && v.row->status == wanted) return {b, v.kernel, v.row->status};
+      if (v.ok && v.row->status == wanted) out.push_back({b, v.kernel, v.row->status});
       if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;
     }
   }
-  throw Error(ErrorCode::kUnsupported, std::string("backend 'auto': no backend can run ") + op_name(p.op) +
-                                           " with these parameters:" + reasons);
+  if (out.empty())
+    throw Error(ErrorCode::kUnsupported, std::string("backend 'auto': no backend can run ") + op_name(p.op) +
+                                             " with these parameters:" + reasons);
+  return out;
 }
 
 }  // namespace flashband::dispatch

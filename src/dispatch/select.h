@@ -39,6 +39,14 @@ struct Selection {
   Status status;
 };
 
+// Every backend that may run the problem, in the order `auto` tries them (validated before
+// declared, fastest first); for an explicit request just that backend. Throws like select()
+// when there is none. A backend can still refuse at plan time (cuDNN refusing a graph):
+// `auto` then moves on to the next candidate (detail::finish_plan).
+std::vector<Selection> candidates(const ProblemDesc& problem, Backend requested, const MachineInfo& machine,
+                                  const Registry& registry,
+                                  const std::vector<CapabilityRow>& table = capability_table());
+
 // Resolves `requested` (auto or explicit) or throws flashband::Error whose message names
 // the parameter and the backends that could run the problem.
 Selection select(const ProblemDesc& problem, Backend requested, const MachineInfo& machine,

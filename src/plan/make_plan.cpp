@@ -69,9 +69,33 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   return plan;
 }
 
+void first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt) {
+  std::string refusals;
+  for (std::size_t i = 0; i < n; ++i) {
+    try {
+      attempt(i);
+      return;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported || !fallback) throw;
+      refusals += std::string("\n  ") + e.what();
+    }
+  }
+  throw Error(ErrorCode::kUnsupported, "backend 'auto': every backend that claims this problem refused it at plan time:" +
+                                           refusals);
+}
+
 void finish_plan(Plan& p, const Workspace& workspace) {
-  backend_planner(p.backend)(p, workspace);
-  if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
+  // A backend may still refuse here (cuDNN refusing a graph); `auto` then tries the next one
+  // from a clean copy of the parameters.
+  const core::AttentionParams base = p.params;
+  first_accepting(p.candidates.size(), p.opts.backend == Backend::kAuto, [&](std::size_t i) {
+    p.backend = p.candidates[i].backend;
+    p.kernel = *p.candidates[i].kernel;
+    p.params = base;
+    p.backend_state.reset();
+    backend_planner(p.backend)(p, workspace);
+    if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
+  });
 }
 
 std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
@@ -137,9 +161,9 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.qo_longer_than_kv = qo_longer;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
-  const auto sel = dispatch::select(d, r.opts.backend, machine, dispatch::registry());
-  p.backend = sel.backend;
-  p.kernel = *sel.kernel;
+  p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry());
+  p.backend = p.candidates.front().backend;
+  p.kernel = *p.candidates.front().kernel;
 
   core::AttentionParams& a = p.params;
   a.op = r.op;

@@ -1,6 +1,7 @@
 // make_plan(): the host work shared by every entry point -- validate the index arrays,
 // derive per-request lengths, normalise the window, select the backend and let it plan.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "plan/plan.h"
@@ -25,6 +26,11 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& request, const Workspace& wor
 // finish_plan lets the chosen backend plan.
 std::shared_ptr<Plan> prepare_plan(const PlanRequest& request);
 void finish_plan(Plan& plan, const Workspace& workspace);
+
+// Calls attempt(0), attempt(1), ... until one returns. With `fallback` (backend auto), an
+// Error(kUnsupported) moves on to the next candidate; any other error, or a refusal by the
+// last candidate, propagates, the latter naming every earlier refusal too.
+void first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt);
 
 // run(): checks that the kernel chosen at plan time may receive these params (the
 // needs_mask guard), launches it and reports what ran.

@@ -9,6 +9,7 @@
 
 #include "core/params.h"
 #include "dispatch/registry.h"
+#include "dispatch/select.h"
 #include "flashband/config.h"
 #include "flashband/attention.h"
 #include "flashband/capability.h"
@@ -33,6 +34,7 @@ struct Plan {
 
   Backend backend = Backend::kCPU;
   dispatch::KernelEntry kernel;
+  std::vector<dispatch::Selection> candidates;  // what `auto` may fall back to, in order
   core::AttentionParams params;        // tensors filled in by run()
   std::shared_ptr<void> backend_state; // e.g. a cuDNN graph, owned by the plan
 };
