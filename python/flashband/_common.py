@@ -29,7 +29,10 @@ def refuse_unsupported(**given: Any) -> None:
     neutral value, so that code written for FlashInfer fails loudly instead of computing
     something else."""
     neutral = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE",
-               "q_scale": None, "k_scale": None, "v_scale": None}
+               "q_scale": None, "k_scale": None, "v_scale": None,
+               # fp16 QK accumulation would lower precision below the contract's float32;
+               # RoPE parameters only mean something with a RoPE mode, which is refused.
+               "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None}
     for name, value in given.items():
         if value is not neutral[name] and (neutral[name] is None or value != neutral[name]):
             raise UnsupportedError(

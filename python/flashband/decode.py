@@ -30,8 +30,8 @@ def single_decode_with_kv_cache(
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
     or (out, lse [Hq]) when return_lse."""
-    del use_tensor_cores, rope_scale, rope_theta
-    refuse_unsupported(pos_encoding_mode=pos_encoding_mode)
+    del use_tensor_cores  # a kernel-choice hint: the backend picks its decode kernel
+    refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
     if len(q.shape) != 2:
         raise InvalidArgumentError(f"q: decode expects [num_qo_heads, head_dim], got {tuple(q.shape)}")
     result = single_prefill_with_kv_cache(
@@ -65,8 +65,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              non_blocking: bool = True) -> None:
         """data_type: FlashInfer's older name for both q_data_type and kv_data_type.
         return_lse, num_pages: flashband extensions, as in the paged prefill wrapper."""
-        refuse_unsupported(pos_encoding_mode=pos_encoding_mode)
-        del rope_scale, rope_theta, non_blocking
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
+        del non_blocking  # a scheduling hint: plan's copies are small and host-side
         if data_type is not None:
             q_data_type = kv_data_type = data_type
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)

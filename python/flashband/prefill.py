@@ -49,12 +49,12 @@ def single_prefill_with_kv_cache(
     window_left >= 0 keeps keys p(i) - window_left .. (SPEC.md).
 
     out/lse: written in place when given (and returned), else allocated like q.
-    use_fp16_qk_reduction is accepted and ignored (flashband always accumulates in fp32);
-    rope_scale/rope_theta only matter with a RoPE pos_encoding_mode, which is refused.
+    use_fp16_qk_reduction=True and rope_scale/rope_theta (RoPE is not in the contract) raise
+    UnsupportedError: flashband always accumulates QK in float32.
     """
     refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                       pos_encoding_mode=pos_encoding_mode)
-    del use_fp16_qk_reduction, rope_scale, rope_theta
+                       pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+                       rope_scale=rope_scale, rope_theta=rope_theta)
     heads = q.shape[1]
     out, lse = outputs(q, out, lse, return_lse, heads)
     opts = make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
@@ -101,8 +101,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         host). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                           pos_encoding_mode=pos_encoding_mode)
-        del use_fp16_qk_reduction, rope_scale, rope_theta, non_blocking
+                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+                           rope_scale=rope_scale, rope_theta=rope_theta)
+        del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
@@ -142,8 +143,9 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         """num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                           pos_encoding_mode=pos_encoding_mode)
-        del use_fp16_qk_reduction, rope_scale, rope_theta, non_blocking
+                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+                           rope_scale=rope_scale, rope_theta=rope_theta)
+        del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")

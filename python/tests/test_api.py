@@ -158,6 +158,8 @@ def _single(**kw):
     (dict(backend="fa9"), flashband.FlashbandError, "fa9"),
     (dict(custom_mask=np.ones((6, 9), bool)), flashband.UnsupportedError, "custom_mask"),
     (dict(pos_encoding_mode="ROPE_LLAMA"), flashband.UnsupportedError, "pos_encoding_mode"),
+    (dict(use_fp16_qk_reduction=True), flashband.UnsupportedError, "use_fp16_qk_reduction"),
+    (dict(rope_theta=1e4), flashband.UnsupportedError, "rope_theta"),
 ])
 def test_bad_options_name_the_argument(kwargs, cls, name):
     with pytest.raises(cls, match=re.escape(name)):
