@@ -45,7 +45,7 @@ fi
 if has gpu; then
   # One run per backend group, each with its own time limit, so a hang in one backend's
   # kernels cannot take the others' results with it.
-  for group in "sm80:-*sm90*:*cudnn*:200" "cudnn:*cudnn*:150" "sm90:*sm90*:150"; do
+  for group in ${FB_GPU_GROUPS:-"sm80:-*sm90*:*cudnn*:200" "cudnn:*cudnn*:150" "sm90:*sm90*:150"}; do
     name=${group%%:*}; rest=${group#*:}; filter=${rest%:*}; limit=${rest##*:}
     start=$(date +%s)
     if timeout "$limit" ./build/tests/gpu/flashband_gpu_tests --gtest_brief=1 --gtest_filter="$filter" \
