@@ -9,8 +9,12 @@ namespace flashband::cli {
 
 Device device_for(Backend backend) {
   if (backend == Backend::kCPU) return Device::kCPU;
-  if (backend != Backend::kAuto) return Device::kCUDA;
-  return dispatch::machine_info(Device::kCUDA, 0).cuda_devices > 0 ? Device::kCUDA : Device::kCPU;
+  const bool have_gpu = dispatch::machine_info(Device::kCUDA, 0).cuda_devices > 0;
+  if (backend == Backend::kAuto) return have_gpu ? Device::kCUDA : Device::kCPU;
+  if (!have_gpu)
+    throw Error(ErrorCode::kUnsupported, std::string("--backend ") + backend_name(backend) +
+                                             ": needs a CUDA device and none was found (use --backend cpu or auto)");
+  return Device::kCUDA;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // flashband: run, check and time attention problems; print the support matrix; run the demo.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "cli/commands.h"
@@ -39,6 +40,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const flashband::Error& e) {
     std::fprintf(stderr, "flashband: error (%s): %s\n", flashband::error_code_name(e.code()), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashband: error: %s\n", e.what());
     return 2;
   }
 }
