@@ -56,6 +56,7 @@ def single_prefill_with_kv_cache(
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta)
     heads = q.shape[1]
+    return_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
     out, lse = outputs(q, out, lse, return_lse, heads)
     opts = make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
                         sm_scale=sm_scale, return_lse=return_lse, kv_layout=kv_layout,

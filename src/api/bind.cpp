@@ -11,7 +11,7 @@ namespace {
 using validate::Arg;
 
 void common(const Arg& a, const detail::Plan& plan) {
-  validate::placement(a, plan.shape.device, plan.shape.device_id, /*vector_rows=*/true);
+  validate::placement(a, plan.shape.device, plan.shape.device_id, /*vector_rows=*/true, "the plan's device");
   validate::last_dim_contiguous(a);
 }
 
@@ -47,7 +47,7 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
     validate::dtype(al, DType::kF32, "LSE is float32");
     validate::dim_equals(al, 0, q.shape[0], "tokens of q");
     validate::dim_equals(al, 1, s.num_qo_heads, "num_qo_heads");
-    validate::placement(al, plan.shape.device, plan.shape.device_id);
+    validate::placement(al, plan.shape.device, plan.shape.device_id, false, "the plan's device");
     validate::no_alias(al, {aq, ao, Arg{"k", k}, Arg{"v", v}});
     a.lse = static_cast<float*>(lse->data);
     a.lse_stride_n = lse->strides[0];

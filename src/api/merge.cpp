@@ -19,12 +19,17 @@ void check_value(const Arg& v, const Arg& s, int ndim_v, const char* v_layout, c
   validate::float_dtype(v);
   validate::last_dim_contiguous(v);
   validate::dims(s, ndim_v - 1, s_layout);
+  for (int d = 1; d < ndim_v; ++d)
+    if (v.t.shape[d] < 1)
+      throw Error(ErrorCode::kInvalidArgument, std::string(v.name) + ": dimension " + std::to_string(d) + " of " +
+                                                   v.t.shape_string() + " is 0; heads, states and head_dim must be >= 1");
   validate::dtype(s, DType::kF32, "LSE is float32");
   for (int d = 0; d < ndim_v - 1; ++d) validate::dim_equals(s, d, v.t.shape[d], "must match the value tensor");
 }
 
-void check_placement(std::initializer_list<Arg> args, const TensorView& first) {
-  for (const Arg& a : args) validate::placement(a, first.device, first.device_id);
+void check_placement(std::initializer_list<Arg> args) {
+  const Arg& first = *args.begin();
+  for (const Arg& a : args) validate::placement(a, first.t.device, first.t.device_id, false, first.name);
 }
 
 }  // namespace
@@ -41,7 +46,7 @@ void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView&
   }
   validate::dtype(vb, v_a.dtype, "must match v_a");
   validate::dtype(vo, v_a.dtype, "must match v_a");
-  check_placement({va, sa, vb, sb, vo, so}, v_a);
+  check_placement({va, sa, vb, sb, vo, so});
   validate::no_alias(vo, {va, sa, vb, sb});
   validate::no_alias(so, {va, sa, vb, sb, vo});
   validate::stream_for_device(stream, v_a.device);
@@ -65,7 +70,7 @@ void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_
   validate::dim_equals(vo, 1, v.shape[2], "num_heads of v");
   validate::dim_equals(vo, 2, v.shape[3], "head_dim of v");
   validate::dtype(vo, v.dtype, "must match v");
-  check_placement({av, as, vo, so}, v);
+  check_placement({av, as, vo, so});
   validate::no_alias(vo, {av, as});
   validate::no_alias(so, {av, as, vo});
   validate::stream_for_device(stream, v.device);

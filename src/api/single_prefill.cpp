@@ -14,6 +14,11 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   validate::dims({"v", v}, 3, layout);
   validate::dim_equals({"v", v}, nhd ? 0 : 1, k.shape[nhd ? 0 : 1], "kv_len of k");
   validate::float_dtype({"q", q});
+  validate::fits_int32({"q", q}, 0, "qo_len");
+  validate::fits_int32({"q", q}, 1, "num_qo_heads");
+  validate::fits_int32({"q", q}, 2, "head_dim");
+  validate::fits_int32({"k", k}, nhd ? 0 : 1, "kv_len");
+  validate::fits_int32({"k", k}, nhd ? 1 : 0, "num_kv_heads");
 
   const int32_t qo_indptr[2] = {0, static_cast<int32_t>(q.shape[0])};
   const int32_t kv_indptr[2] = {0, static_cast<int32_t>(k.shape[nhd ? 0 : 1])};

@@ -1,5 +1,6 @@
 #include "api/validate.h"
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -62,6 +63,12 @@ void dim_equals(const Arg& a, int dim, int64_t want, const char* what) {
          str(a.t.shape[dim]) + ", expected " + str(want) + " (" + what + ")");
 }
 
+void fits_int32(const Arg& a, int dim, const char* what) {
+  if (a.t.shape[dim] > INT32_MAX)
+    fail(std::string(a.name) + ": " + what + " " + str(a.t.shape[dim]) + " (dimension " + str(dim) +
+         ") exceeds 2^31 - 1");
+}
+
 void dtype(const Arg& a, DType want, const char* why) {
   if (a.t.dtype != want)
     fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", expected " + dtype_name(want) + " (" + why + ")");
@@ -78,12 +85,12 @@ void last_dim_contiguous(const Arg& a) {
          ", it must be contiguous (stride 1)");
 }
 
-void placement(const Arg& a, Device device, int device_id, bool vector_rows) {
+void placement(const Arg& a, Device device, int device_id, bool vector_rows, const char* where) {
   if (a.t.device != device)
-    fail(std::string(a.name) + ": is in " + (a.t.device == Device::kCPU ? "host" : "CUDA") + " memory but q is in " +
-         (device == Device::kCPU ? "host" : "CUDA") + " memory; all tensors must be on one device");
+    fail(std::string(a.name) + ": is in " + (a.t.device == Device::kCPU ? "host" : "CUDA") + " memory but " + where +
+         " is in " + (device == Device::kCPU ? "host" : "CUDA") + " memory; all tensors must be on one device");
   if (device == Device::kCUDA && a.t.device_id != device_id)
-    fail(std::string(a.name) + ": is on cuda:" + str(a.t.device_id) + " but q is on cuda:" + str(device_id));
+    fail(std::string(a.name) + ": is on cuda:" + str(a.t.device_id) + " but " + where + " is on cuda:" + str(device_id));
   if (a.t.numel() > 0 && a.t.data == nullptr) fail(std::string(a.name) + ": data pointer is null");
   if (device != Device::kCUDA) return;
   if (reinterpret_cast<uintptr_t>(a.t.data) % 16 != 0)

@@ -21,11 +21,14 @@ void heads(int num_qo_heads, int num_kv_heads, int head_dim);
 void dims(const Arg& a, int ndim, const char* layout);                 // "[tokens, Hq, D]"
 void dim_equals(const Arg& a, int dim, int64_t want, const char* what);  // what: "head_dim (from q)"
 void dtype(const Arg& a, DType want, const char* why);
+// Dimension `dim` is at most 2^31 - 1 (lengths and head counts are int32 inside).
+void fits_int32(const Arg& a, int dim, const char* what);
 void float_dtype(const Arg& a);                                          // f16, bf16, f32
 void last_dim_contiguous(const Arg& a);
 // Every tensor on `device` (and device id); on CUDA a 16-byte aligned base pointer and, for
 // tensors whose rows kernels read as 16-byte vectors (q, k, v, out), 16-byte aligned rows.
-void placement(const Arg& a, Device device, int device_id, bool vector_rows = false);
+// `where` names what fixed the device ("q", "the plan", "v_a").
+void placement(const Arg& a, Device device, int device_id, bool vector_rows = false, const char* where = "q");
 // Outputs must not overlap any input.
 void no_alias(const Arg& out, std::initializer_list<Arg> inputs);
 // CSR arrays: start at 0, never decrease; returns the last entry.

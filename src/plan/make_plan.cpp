@@ -1,7 +1,9 @@
 #include "plan/make_plan.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "api/validate.h"
@@ -40,7 +42,11 @@ void read_pages(Plan& plan, const PagedIndex& pages, int batch) {
     if (n > 0 && (last < 1 || last > pages.page_size))
       fail("paged_kv_last_page_len: entry " + std::to_string(b) + " is " + std::to_string(last) + ", allowed: [1, page_size=" +
            std::to_string(pages.page_size) + "] for a request with pages");
-    plan.kv_lens[b] = n == 0 ? 0 : (n - 1) * pages.page_size + last;
+    const int64_t kv_len = n == 0 ? 0 : int64_t{n - 1} * pages.page_size + last;
+    if (kv_len > INT32_MAX)
+      fail("paged_kv_indptr: request " + std::to_string(b) + " has " + std::to_string(n) + " pages of page_size " +
+           std::to_string(pages.page_size) + ", kv_len " + std::to_string(kv_len) + " > 2^31 - 1");
+    plan.kv_lens[b] = static_cast<int32_t>(kv_len);
   }
 }
 
@@ -85,6 +91,9 @@ void first_accepting(std::size_t n, bool fallback, const std::function<void(std:
 }
 
 void finish_plan(Plan& p, const Workspace& workspace) {
+  if (p.shape.device == Device::kCUDA && reinterpret_cast<uintptr_t>(workspace.data) % 16 != 0)
+    fail("workspace: GPU pointer " + std::to_string(reinterpret_cast<uintptr_t>(workspace.data)) +
+         " is not 16-byte aligned");
   // A backend may still refuse here (cuDNN refusing a graph); `auto` then tries the next one
   // from a clean copy of the parameters.
   const core::AttentionParams base = p.params;
@@ -189,7 +198,8 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
 
 RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
   dispatch::check_kernel_fits(plan.kernel, params);
-  plan.kernel.launch(params);
+  // No query rows (batch 0, or only empty requests): nothing to compute or write.
+  if (params.total_qo_tokens > 0) plan.kernel.launch(params);
   RunInfo info;
   info.backend = plan.backend;
   info.variant = plan.kernel.key.to_string();

@@ -59,8 +59,11 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
 
   const Options opts = case_options(c);
   const BatchShape shape{Hq, Hk, D, c.dtype, dev, 0};
+  int64_t max_page_indices = 0;  // what a real caller would size for (paged entry points)
+  if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode)
+    for (int kv : c.kv_lens) max_page_indices += (kv + c.page_size - 1) / c.page_size;
   const std::size_t ws_bytes =
-      batch_workspace_bytes(std::max(B, 1), std::max<int64_t>(total_qo, 1), Hq, D, dev);
+      batch_workspace_bytes(std::max(B, 1), std::max<int64_t>(total_qo, 1), Hq, D, dev, max_page_indices);
   const DeviceBuffer dws(dev, ws_bytes);
   const Workspace ws{dws.data(), ws_bytes};
 

@@ -245,6 +245,39 @@ TEST(Validation, PagedIndex) {
   }
 }
 
+TEST(Validation, PagedLengthBeyondInt32) {
+  Buffers b;
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  std::vector<int32_t> indices(2049, 0);
+  const int32_t qo[2] = {0, 1};
+  const int32_t indptr[2] = {0, 2049};
+  const int32_t last[1] = {1};
+  PagedIndex pi{indptr, indices.data(), last, 1 << 20, 1};
+  BatchDecodePaged w;
+  expect_refused(b, [&] { w.plan(pi, 1, s, {}, {}); }, "kv_len 2147483649 > 2^31 - 1");
+  (void)qo;
+}
+
+TEST(Validation, EmptyBatchRunsAndWritesNothing) {
+  Buffers b;
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  const int32_t zero[1] = {0};
+  PagedIndex pi{zero, nullptr, nullptr, 4, 0};
+  std::vector<float> cache(4 * b.hk * b.d, 1.0f);
+  PagedKVCache kv;
+  kv.k = TensorView::contiguous(cache.data(), DType::kF32, {1, 4, b.hk, b.d});
+  kv.v = kv.k;
+  TensorView q0 = TensorView::contiguous(b.q.data(), DType::kF32, {0, b.hq, b.d});
+  TensorView o0 = TensorView::contiguous(b.o.data(), DType::kF32, {0, b.hq, b.d});
+  BatchDecodePaged decode;
+  decode.plan(pi, 0, s, {}, {});
+  EXPECT_NO_THROW(decode.run(q0, kv, o0, nullptr));
+  BatchPrefillPaged prefill;
+  prefill.plan(zero, pi, 0, s, {}, {});
+  EXPECT_NO_THROW(prefill.run(q0, kv, o0, nullptr));
+  EXPECT_TRUE(b.outputs_untouched());
+}
+
 TEST(Validation, HostTensorsRefusedByGpuBackend) {
   Buffers b;
   TensorView lse = b.tl();
@@ -279,6 +312,13 @@ TEST(Validation, MergeShapes) {
   TensorView short_s = TensorView::contiguous(sb.data(), DType::kF32, {2, 2});
   EXPECT_THROW(merge_state(tv(va), ts(sa), tv(vb), short_s, tv(vo), ts(so)), Error);
   for (float x : vo) ASSERT_EQ(x, kSentinel);
+  TensorView empty_d = TensorView::contiguous(va.data(), DType::kF32, {2, 3, 0});
+  try {
+    merge_state(empty_d, ts(sa), tv(vb), ts(sb), tv(vo), ts(so));
+    FAIL() << "head_dim 0 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
   EXPECT_NO_THROW(merge_state(tv(va), ts(sa), tv(vb), ts(sb), tv(vo), ts(so)));
   EXPECT_FLOAT_EQ(vo[0], 1.0f);
   EXPECT_FLOAT_EQ(so[0], 1.0f);  // log2(2^0 + 2^0)

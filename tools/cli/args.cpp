@@ -77,7 +77,9 @@ std::vector<int> Args::int_list(const std::string& name) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     try {
-      out.push_back(std::stoi(item));
+      size_t pos = 0;
+      out.push_back(std::stoi(item, &pos));
+      if (pos != item.size()) throw 0;
     } catch (...) {
       bad("--" + name + " expects a comma-separated list of integers, got '" + s + "'");
     }

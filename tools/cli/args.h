@@ -10,6 +10,7 @@ class Args {
  public:
   Args(int argc, char** argv, int first);
   bool flag(const std::string& name);  // --name present (no value)
+  bool given(const std::string& name) const { return values_.count(name) > 0; }
   std::string str(const std::string& name, const std::string& fallback);
   int integer(const std::string& name, int fallback);
   double real(const std::string& name, double fallback);

@@ -42,7 +42,7 @@ int cmd_demo(Args& a) {
     cfg.warmup_iters = 1;
     cfg.timed_iters = 3;
     const auto r = testing::run_case(*c, cfg);
-    print_result(*c, r, false, label);
+    print_result(*c, r, false, /*checked=*/true, label);
     ok = ok && r.passed;
   }
   std::printf("\noracle check: %s\n", ok ? "passed" : "FAILED");

@@ -13,7 +13,8 @@ int cmd_demo(Args& args);
 Device device_for(Backend backend);
 // One result as a table row or a JSON object.
 // `label` replaces the case name in the table when given.
-void print_result(const testing::Case& c, const testing::CaseResult& r, bool json, const char* label = nullptr);
+void print_result(const testing::Case& c, const testing::CaseResult& r, bool json, bool checked,
+                  const char* label = nullptr);
 void print_result_header();
 
 }  // namespace flashband::cli
