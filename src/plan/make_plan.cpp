@@ -193,6 +193,11 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   a.total_qo_tokens = p.qo_indptr[r.batch];
   a.stream = r.opts.stream;
   p.opts.sm_scale = a.sm_scale;
+  // Kernels fold the scale into tanh's argument (s * sm_scale / cap); a cap so small that
+  // this overflows float32 would turn 0 * inf into NaN.
+  if (a.logits_soft_cap > 0.0f && !std::isfinite(a.sm_scale / a.logits_soft_cap))
+    fail("logits_soft_cap: got " + std::to_string(a.logits_soft_cap) + ", too small for sm_scale " +
+         std::to_string(a.sm_scale) + " (sm_scale / logits_soft_cap overflows float32)");
   return plan;
 }
 

@@ -74,6 +74,8 @@ TEST(Validation, OptionValues) {
   expect_refused(b, run(o), "logits_soft_cap");
   o.logits_soft_cap = std::numeric_limits<float>::quiet_NaN();
   expect_refused(b, run(o), "logits_soft_cap");
+  o.logits_soft_cap = 1e-40f;  // sm_scale / cap overflows float32
+  expect_refused(b, run(o), "logits_soft_cap");
   o = lse_opts();
   for (float bad : {0.0f, -0.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
     o.sm_scale = bad;
