@@ -63,7 +63,7 @@ __device__ __forceinline__ void pingpong_pass(int slab) {
   if constexpr (kEnabled) ptx::named_arrive(kPingPongBarrier + (1 - slab), 256);
 }
 
-template <class Traits>
+template <class Traits, bool kPaged>
 __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
   using namespace cute;
   using Element = typename Traits::Element;
@@ -103,6 +103,12 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   uint32_t q_round = 0;
 
   // ---- the pieces of one KV step --------------------------------------------------------
+  // Waits for a K or V stage. Paged stages were written by cp.async (the generic proxy), so
+  // this thread orders them before its wgmma reads (the async proxy) with a proxy fence.
+  auto wait_full = [&](uint64_t* bar, uint32_t phase) {
+    ptx::mbar_wait(bar, phase);
+    if constexpr (kPaged) ptx::fence_proxy_async_smem();
+  };
   auto issue_qk = [&](int stage) {  // S = Q K[stage]^T, committed, not waited for
     warpgroup_fence_operand(tSrS);
     warpgroup_arrive();
@@ -162,7 +168,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         // pipeline and the ping-pong need both warpgroups to take the same steps.
         float correction[kRows];
         int n = it.n_end - 1;
-        ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+        wait_full(&s.k_full[ring.stage], ring.phase);
         issue_qk(ring.stage);
         warpgroup_wait<0>();
         if (n == it.n_begin) warp_release(&s.q_empty);
@@ -172,10 +178,17 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         RingPosition<Traits::kStages> v_ring = ring;  // where P's V tile is
         ring.advance();
         for (--n; n >= it.n_begin; --n) {
-          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+          if constexpr (kPaged) {
+            // Both waits and one proxy fence before the GEMMs, so that nothing sits between
+            // the two wgmma issues.
+            ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+            wait_full(&s.v_full[v_ring.stage], v_ring.phase);
+          } else {
+            ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+          }
           pingpong_wait<Traits::kPingPong>(slab);
           issue_qk(ring.stage);
-          ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+          if constexpr (!kPaged) ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
           issue_pv(v_ring.stage);
           pingpong_pass<Traits::kPingPong>(slab);
           warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
@@ -191,7 +204,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           v_ring = ring;
           ring.advance();
         }
-        ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+        wait_full(&s.v_full[v_ring.stage], v_ring.phase);
         issue_pv(v_ring.stage);
         warpgroup_wait<0>();
         warpgroup_fence_operand(tOrO);
@@ -200,7 +213,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         for (int n = it.n_end - 1; n >= it.n_begin; --n, ring.advance()) {
           const core::TileClass cls = classify(n);
           const bool active = cls != core::TileClass::kHidden;
-          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
+          wait_full(&s.k_full[ring.stage], ring.phase);
           if (active) {
             issue_qk(ring.stage);
             warpgroup_wait<0>();
@@ -213,7 +226,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
             softmax.rescale(O, correction);
             convert_p();
           }
-          ptx::mbar_wait(&s.v_full[ring.stage], ring.phase);
+          wait_full(&s.v_full[ring.stage], ring.phase);
           if (active) {
             issue_pv(ring.stage);
             warpgroup_wait<0>();

@@ -19,8 +19,9 @@ namespace flashband::sm90 {
 
 // Element offset of (row, col) in a tile of `rows` rows stored as consecutive 64-column
 // blocks of rows x 128 bytes, each row's 16-byte chunks XOR-swizzled by row % 8.
+// Row and column are never negative; shifts and masks keep the device arithmetic short.
 __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
-  return (col / 64) * rows * 64 + row * 64 + ((((col % 64) / 8) ^ (row % 8)) * 8) + col % 8;
+  return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
 template <class Element_, int kHeadDim_>

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefill_kernel(const __gr
     }
   } else {
     ptx::regs_alloc<Traits::template kConsumerRegs<kPaged>>();
-    consume<Traits>(p, s, threadIdx.x - 128);
+    consume<Traits, kPaged>(p, s, threadIdx.x - 128);
   }
 #endif
 }

@@ -2,7 +2,8 @@
 // tile first, into the shared-memory ring. Two flavours:
 // - produce_tma: contiguous K/V; one thread issues TMA box loads (64 columns each).
 // - produce_paged: paged K/V; all 128 threads gather rows through the page table with
-//   16-byte cp.async (any page size), zero-filling rows at and past kv_len. Q still uses TMA.
+//   16-byte cp.async (any page size), zero-filling rows at and past kv_len, and signal
+//   completion with cp.async.mbarrier.arrive. Q still uses TMA.
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
@@ -37,6 +38,21 @@ __device__ __forceinline__ void load_q(const KernelParams& p, SharedStorage<Trai
     ptx::tma_load_3d(&p.tma_q, &s.q_full, s.q + b * Traits::kBlockM * 64, b * 64, row, t.head, ptx::kEvictFirst);
 }
 
+// Issues the TMA loads of one K or V tile (kind = s.k / s.v ring with its map and barrier).
+template <class Traits>
+__device__ __forceinline__ void load_kv_tile(const CUtensorMap* map, uint64_t* full, uint64_t* empty,
+                                             typename Traits::Element* tile, uint32_t phase, int row, int kv_head) {
+  ptx::mbar_wait(empty, phase ^ 1u);
+  ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+  // K/V tiles are re-read by every query tile of the head: keep them in L2.
+#pragma unroll
+  for (int b = 0; b < Traits::kHeadDim / 64; ++b)
+    ptx::tma_load_3d(map, full, tile + b * Traits::kBlockN * 64, b * 64, row, kv_head, ptx::kEvictLast);
+}
+
+// Tiles go out in the order the consumers need them: K(n), then V(n+1) (the consumers run
+// QK^T of tile n next to PV of tile n+1), so a K load never waits behind a V stage that is
+// freed later.
 template <class Traits>
 __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
   constexpr int kBlockN = Traits::kBlockN;
@@ -48,111 +64,159 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
     if (t.empty()) continue;
     load_q<Traits>(p, s, t, q_round++);
     const int kv_head = t.head / p.group_size;
-    for (int n = t.item.n_end - 1; n >= t.item.n_begin; --n, ring.advance()) {
-      const int row = t.item.kv_start + n * kBlockN;
-      typename Traits::Element* k_tile = s.k + ring.stage * Traits::kTileElems;
-      typename Traits::Element* v_tile = s.v + ring.stage * Traits::kTileElems;
-      // K/V tiles are re-read by every query tile of the head: keep them in L2.
-      ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
-      ptx::mbar_arrive_expect_tx(&s.k_full[ring.stage], Traits::kKVBytes);
-#pragma unroll
-      for (int b = 0; b < Traits::kHeadDim / 64; ++b)
-        ptx::tma_load_3d(&p.tma_k, &s.k_full[ring.stage], k_tile + b * kBlockN * 64, b * 64, row, kv_head,
-                         ptx::kEvictLast);
-      ptx::mbar_wait(&s.v_empty[ring.stage], ring.phase ^ 1u);
-      ptx::mbar_arrive_expect_tx(&s.v_full[ring.stage], Traits::kKVBytes);
-#pragma unroll
-      for (int b = 0; b < Traits::kHeadDim / 64; ++b)
-        ptx::tma_load_3d(&p.tma_v, &s.v_full[ring.stage], v_tile + b * kBlockN * 64, b * 64, row, kv_head,
-                         ptx::kEvictLast);
+    auto load_k = [&](int n, const RingPosition<Traits::kStages>& at) {
+      load_kv_tile<Traits>(&p.tma_k, &s.k_full[at.stage], &s.k_empty[at.stage], s.k + at.stage * Traits::kTileElems,
+                           at.phase, t.item.kv_start + n * kBlockN, kv_head);
+    };
+    auto load_v = [&](int n, const RingPosition<Traits::kStages>& at) {
+      load_kv_tile<Traits>(&p.tma_v, &s.v_full[at.stage], &s.v_empty[at.stage], s.v + at.stage * Traits::kTileElems,
+                           at.phase, t.item.kv_start + n * kBlockN, kv_head);
+    };
+    load_k(t.item.n_end - 1, ring);
+    RingPosition<Traits::kStages> v_ring = ring;
+    ring.advance();
+    for (int n = t.item.n_end - 2; n >= t.item.n_begin; --n) {
+      load_k(n, ring);
+      load_v(n + 1, v_ring);
+      v_ring = ring;
+      ring.advance();
     }
+    load_v(t.item.n_begin, v_ring);
   }
 }
 
-// The page and slot of row `tid` of KV tile `n`; page -1 for rows at or past kv_len. Each
-// producer thread resolves one row into a shared table, so the gathers read them with one
-// shared load instead of every thread of a row walking the page table.
+// The page of row `tid` of KV tile `n`, or -1 for rows at or past kv_len (and tiles before
+// the unit's first). Each producer thread resolves one row of a tile into a shared table of
+// element offsets (row_offsets), so the gathers read one offset per row from shared memory
+// instead of walking the page table.
 template <class Traits>
-__device__ __forceinline__ int2 lookup_row(const KernelParams& p, const WorkItem& it, int n, int tid) {
+__device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem& it, int n, int tid) {
   static_assert(Traits::kBlockN <= 128, "one producer thread per row of a KV tile");
   const int token = n * Traits::kBlockN + tid;
-  if (tid >= Traits::kBlockN || n < it.n_begin || token >= it.kv_len) return make_int2(-1, 0);
-  const int entry = p.page_shift >= 0 ? token >> p.page_shift : token / p.page_size;
-  return make_int2(p.page_indices[it.kv_start + entry], token - entry * p.page_size);
+  if (tid >= Traits::kBlockN || n < it.n_begin || token >= it.kv_len) return -1;
+  return p.page_indices[it.kv_start + (p.page_shift >= 0 ? token >> p.page_shift : token / p.page_size)];
 }
+
+// (K, V) element offsets of that row: page * stride_page + slot * stride_n; -1 without a page.
+template <class Traits>
+__device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page, int n, int tid) {
+  if (page < 0) return make_longlong2(-1, -1);
+  const int token = n * Traits::kBlockN + tid;
+  const int64_t slot = p.page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size;
+  return make_longlong2(page * p.k_stride_page + slot * p.k_stride_n, page * p.v_stride_page + slot * p.v_stride_n);
+}
+
+// Paged gathers split each row between two threads taking alternate 16-byte chunks (thread
+// half h copies chunks h, h+2, h+4, ...), so one warp instruction reads 16 rows x 32
+// contiguous bytes, whole sectors, and a thread's copies of a row differ only in constant
+// offsets: one shared load and one address per row instead of one per copy (the per-copy
+// address arithmetic took half the SM's issue slots). Copy j of row `row` lands at
+// gather_dst(row, h, j), which is swizzled_offset(row, (h + 2j) * 8) (checked below).
+constexpr int kGatherThreadsPerRow = 2;
+__host__ __device__ constexpr int gather_dst(int row, int half, int j, int rows) {
+  return (j >> 2) * rows * 64 + row * 64 + (((half ^ (row & 7)) ^ ((j & 3) << 1)) << 3);
+}
+constexpr bool gather_dst_is_swizzled(int rows, int head_dim) {
+  for (int row = 0; row < rows; ++row)
+    for (int half = 0; half < 2; ++half)
+      for (int j = 0; j < head_dim / 16; ++j)
+        if (gather_dst(row, half, j, rows) != swizzled_offset(row, (half + 2 * j) * 8, rows)) return false;
+  return true;
+}
+static_assert(gather_dst_is_swizzled(128, 64) && gather_dst_is_swizzled(128, 128) && gather_dst_is_swizzled(64, 256));
 
 // Copies one KV tile of one head from its pages into a swizzled stage buffer, 16 bytes per
 // cp.async; rows without a page become zeros (a zero V row keeps 0 * V finite where P is 0).
-// `base` already points at this head and this thread's 16-byte column chunk.
+// `base` points at this head; `offsets` is the shared address of the K or V column of the
+// row table (element offsets, -1 past kv_len).
 template <class Traits>
-__device__ __forceinline__ void gather_tile(const int2* rows, const typename Traits::Element* base,
-                                           int64_t stride_page, int64_t stride_n, typename Traits::Element* tile,
-                                           int tid) {
-  constexpr int kChunksPerRow = Traits::kHeadDim / Traits::kChunkCols;
-  constexpr int kRowsPerPass = 128 / kChunksPerRow;
-  static_assert(128 % kChunksPerRow == 0 && Traits::kBlockN % kRowsPerPass == 0);
-  const int chunk = tid % kChunksPerRow;
-#pragma unroll 1  // more in flight spills the producer's 40 registers
-  for (int r = tid / kChunksPerRow; r < Traits::kBlockN; r += kRowsPerPass) {
-    const int2 row = rows[r];
-    const bool valid = row.x >= 0;
-    const typename Traits::Element* src = valid ? base + row.x * stride_page + row.y * stride_n : base;
-    ptx::cp_async_16(tile + swizzled_offset(r, chunk * Traits::kChunkCols, Traits::kBlockN), src, valid ? 16u : 0u);
+__device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Traits::Element* base,
+                                           typename Traits::Element* tile, int tid) {
+  constexpr int kRowsPerPass = 128 / kGatherThreadsPerRow;
+  constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kGatherThreadsPerRow;  // per row
+  static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
+  const int half = tid % kGatherThreadsPerRow;
+  const int row0 = tid / kGatherThreadsPerRow;
+  const typename Traits::Element* src0 = base + half * Traits::kChunkCols;
+#pragma unroll
+  for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
+    const int row = row0 + pass * kRowsPerPass;
+    const int64_t offset = ptx::ld_shared_s64(offsets + row * sizeof(longlong2));
+    const bool valid = offset >= 0;
+    const typename Traits::Element* src = src0 + (valid ? offset : 0);
+    const uint32_t bytes = valid ? 16u : 0u;
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j)
+      ptx::cp_async_16_evict_last(tile + gather_dst(row, half, j, Traits::kBlockN),
+                                  src + j * kGatherThreadsPerRow * Traits::kChunkCols, bytes);
   }
 }
 
+// Paged K/V: all 128 threads gather each tile, then arrive on its full barrier through
+// cp.async.mbarrier.arrive, which fires when the thread's copies have landed. The producer
+// never waits for its own copies, so it runs ahead to the next stage as soon as the
+// consumers free it, exactly like the TMA producer.
 template <class Traits>
 __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
   using Element = typename Traits::Element;
   constexpr int kBlockN = Traits::kBlockN;
+  constexpr int kStages = Traits::kStages;
   constexpr uint32_t kProducerBarrier = 1;  // named barrier of the producer warpgroup
   if (tid == 0) ptx::tma_prefetch_descriptor(&p.tma_q);
-  const int chunk_offset = (tid % (Traits::kHeadDim / Traits::kChunkCols)) * Traits::kChunkCols;
-  RingPosition<Traits::kStages> ring;
+  RingPosition<kStages> ring;
   uint32_t q_round = 0;
-  int rows_buffer = 0;
+  // Row tables rotate through three buffers: tile n's (K now), tile n+1's (V now) and
+  // tile n-1's (being written: its page-table loads are issued before the gathers and
+  // stored after them, so their latency hides under the copies). One producer barrier per
+  // tile orders each buffer's writes after its readers and before its next readers.
+  // The producer keeps 40 registers, so what can be derived is derived: tile n+1's stage is
+  // the one before `ring`, its buffer the one before `cur`.
+  int table = 0;  // the buffer the next unit's first table goes to
+  auto next = [](int b) { return b == 2 ? 0 : b + 1; };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
     if (t.empty()) continue;
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     ++q_round;
     const int kv_head = t.head / p.group_size;
-    const Element* k_base = static_cast<const Element*>(p.k) + kv_head * p.k_stride_h + chunk_offset;
-    const Element* v_base = static_cast<const Element*>(p.v) + kv_head * p.v_stride_h + chunk_offset;
-    // Arrivals trail the copies by one group so that two tiles are in flight: each full
-    // barrier is signalled once this thread's copies into it have landed, after a proxy
-    // fence that makes them visible to wgmma (cp.async writes through the generic proxy).
-    int pending_v = -1;
-    // Row table, double-buffered: the page-table load for tile n-1 is issued before the
-    // gathers of tile n and stored after them, so its latency hides under the copies. One
-    // barrier per tile orders each buffer's writes after its readers and vice versa.
-    if (tid < kBlockN) s.kv_rows[rows_buffer][tid] = lookup_row<Traits>(p, t.item, t.item.n_end - 1, tid);
-    for (int n = t.item.n_end - 1; n >= t.item.n_begin; --n, ring.advance()) {
-      ptx::named_sync(kProducerBarrier, 128);
-      const int2* rows = s.kv_rows[rows_buffer];
-      rows_buffer ^= 1;
-      const int2 next_row = lookup_row<Traits>(p, t.item, n - 1, tid);
-
+    auto gather_k = [&](int b) {
       ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
-      gather_tile<Traits>(rows, k_base, p.k_stride_page, p.k_stride_n, s.k + ring.stage * Traits::kTileElems, tid);
-      ptx::cp_async_commit();
-      if (pending_v >= 0) {
-        ptx::cp_async_wait<1>();
-        ptx::fence_proxy_async_smem();
-        ptx::mbar_arrive(&s.v_full[pending_v]);
-      }
-      ptx::mbar_wait(&s.v_empty[ring.stage], ring.phase ^ 1u);
-      gather_tile<Traits>(rows, v_base, p.v_stride_page, p.v_stride_n, s.v + ring.stage * Traits::kTileElems, tid);
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(&s.k_full[ring.stage]);
-      pending_v = ring.stage;
-      if (tid < kBlockN) s.kv_rows[rows_buffer][tid] = next_row;
+      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]), static_cast<const Element*>(p.k) + kv_head * p.k_stride_h,
+                          s.k + ring.stage * Traits::kTileElems, tid);
+      ptx::mbar_arrive_cp_async(&s.k_full[ring.stage]);
+    };
+    auto gather_v_before = [&](int b) {  // V of the tile before `ring`, from table b
+      const int stage = ring.stage == 0 ? kStages - 1 : ring.stage - 1;
+      const uint32_t phase = ring.stage == 0 ? ring.phase ^ 1u : ring.phase;
+      ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
+      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + sizeof(int64_t),
+                          static_cast<const Element*>(p.v) + kv_head * p.v_stride_h, s.v + stage * Traits::kTileElems,
+                          tid);
+      ptx::mbar_arrive_cp_async(&s.v_full[stage]);
+    };
+    auto store_rows = [&](int b, int page, int n) {
+      if (tid < kBlockN) s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
+    };
+    const int first = t.item.n_end - 1;
+    int cur = table;  // tile n's buffer
+    store_rows(cur, lookup_page<Traits>(p, t.item, first, tid), first);
+    ptx::named_sync(kProducerBarrier, 128);
+    int ahead = lookup_page<Traits>(p, t.item, first - 1, tid);
+    gather_k(cur);
+    store_rows(next(cur), ahead, first - 1);
+    ring.advance();
+    cur = next(cur);
+    for (int n = first - 1; n >= t.item.n_begin; --n) {
+      ptx::named_sync(kProducerBarrier, 128);
+      ahead = lookup_page<Traits>(p, t.item, n - 1, tid);
+      gather_k(cur);
+      gather_v_before(next(next(cur)));
+      store_rows(next(cur), ahead, n - 1);
+      ring.advance();
+      cur = next(cur);
     }
-    ptx::cp_async_wait<0>();
-    ptx::fence_proxy_async_smem();
-    ptx::mbar_arrive(&s.v_full[pending_v]);
+    gather_v_before(next(next(cur)));
+    table = cur;  // holds only the rows of tile n_begin - 1, which nobody reads
   }
 }
 

@@ -28,8 +28,9 @@ struct SharedStorage {
   uint64_t k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages];
   uint64_t v_empty[Traits::kStages];
-  // Paged K/V only: (page, slot) of each row of the tile being gathered, double-buffered.
-  int2 kv_rows[2][Traits::kBlockN];
+  // Paged K/V only: element offsets (K, V) of each row of a KV tile, -1 for rows past
+  // kv_len; three tiles' tables rotate (producer.h).
+  longlong2 kv_rows[3][Traits::kBlockN];
 };
 
 // Dynamic shared memory requested at launch: the storage plus slack to align its start.

@@ -1,0 +1,37 @@
+"""Runs one benchmark case a few times with one flashband backend, for a profiler to attach to
+(Nsight Compute: profile the last launch). No timing, no report.
+
+  python bench/probe.py --backend sm90 --seq 16384 --page 16 [--causal] [--head-dim 128]
+"""
+import argparse
+import sys
+import pathlib
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import torch  # noqa: E402
+
+from cases import Case, HIDDEN, TOKENS  # noqa: E402
+from impls import Flashband, Inputs  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--backend", default="sm90")
+    p.add_argument("--seq", type=int, default=16384)
+    p.add_argument("--page", type=int, default=0, help="0: ragged")
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args()
+    h = HIDDEN // a.head_dim
+    case = Case("paged", "probe", TOKENS // a.seq, a.seq, a.seq, h, h, a.head_dim, a.causal, -1,
+                a.page)
+    fn, _, info = Flashband(a.backend).prepare(Inputs(case))
+    for _ in range(a.repeats):
+        fn()
+    torch.cuda.synchronize()
+    print("probe done", info(), flush=True)
+
+
+if __name__ == "__main__":
+    main()
