@@ -107,6 +107,8 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
   }
   a.k = kv.k.data;
   a.v = kv.v.data;
+  a.k_num_pages = kv.k.shape[0];
+  a.v_num_pages = kv.v.shape[0];
   a.k_stride_page = kv.k.strides[0];
   a.k_stride_n = kv.k.strides[slot];
   a.k_stride_h = kv.k.strides[head];

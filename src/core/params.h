@@ -38,6 +38,7 @@ struct AttentionParams {
   int64_t k_stride_page = 0, k_stride_n = 0, k_stride_h = 0;
   int64_t v_stride_page = 0, v_stride_n = 0, v_stride_h = 0;
   int page_size = 0;
+  int64_t k_num_pages = 0, v_num_pages = 0;  // paged: pages in each pool (its first dimension)
 
   // Per-request index arrays, in the memory of the backend that runs (host for cpu).
   const int32_t* qo_indptr = nullptr;      // [batch + 1]

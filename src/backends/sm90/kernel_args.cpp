@@ -1,10 +1,12 @@
 #include "backends/sm90/kernel_args.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "backends/cuda/merge.h"
 #include "backends/sm90/tensor_map.h"
+#include "backends/sm90/tile_config.h"
 #include "core/state.h"
 #include "flashband/error.h"
 
@@ -88,6 +90,16 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
         throw Error(ErrorCode::kUnsupported, std::string(s.name) + " stride is " + std::to_string(s.stride) +
                                                  " elements; the sm90 backend copies 16-byte chunks and needs a "
                                                  "multiple of 8; the sm80 backend takes any stride");
+  }
+  if (shape.paged && p.page_shift >= 0 && a.page_size >= kMinTmaPageSize) {
+    // Boxes never straddle pages: a page holds whole tiles, or a tile whole pages.
+    p.paged_tma_rows = std::min(a.page_size, shape.block_n);
+    p.tma_k = make_paged_map({a.k, a.dtype, a.k_num_pages, a.page_size, a.num_kv_heads, a.head_dim, a.k_stride_page,
+                              a.k_stride_n, a.k_stride_h},
+                             p.paged_tma_rows, "paged_k_cache");
+    p.tma_v = make_paged_map({a.v, a.dtype, a.v_num_pages, a.page_size, a.num_kv_heads, a.head_dim, a.v_stride_page,
+                              a.v_stride_n, a.v_stride_h},
+                             p.paged_tma_rows, "paged_v_cache");
   }
 
   p.causal = a.causal;

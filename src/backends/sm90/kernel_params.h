@@ -12,7 +12,8 @@ namespace flashband::sm90 {
 struct KernelParams {
   // Tensor maps over the whole token-major tensors, rank 3: (D, tokens, heads) with the
   // tensor's own strides, so NHD and HND are the same map; 128-byte swizzled boxes of 64
-  // columns. tma_k / tma_v are used for contiguous K/V only.
+  // columns. Paged K/V with paged_tma_rows > 0: tma_k / tma_v are rank-4 maps over the page
+  // pools (head_dim, slot, head, page) with boxes of paged_tma_rows slots.
   CUtensorMap tma_q;
   CUtensorMap tma_k;
   CUtensorMap tma_v;
@@ -31,6 +32,10 @@ struct KernelParams {
   const int32_t* page_indices = nullptr;
   int page_size = 0;
   int page_shift = -1;  // log2(page_size) when it is a power of two, else -1
+  // > 0: full KV tiles are loaded by TMA, one box of this many rows per page (pages of a
+  // power-of-two size >= kMinTmaPageSize); the tile holding kv_len's end is still gathered
+  // with cp.async, which zero-fills the rows past it. 0: every tile is gathered.
+  int paged_tma_rows = 0;
 
   // Work: either a list from the planner, or (items == nullptr) one request whose query
   // tiles are derived in the kernel, last tile first.

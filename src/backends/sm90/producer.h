@@ -179,43 +179,67 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     ++q_round;
     const int kv_head = t.head / p.group_size;
-    auto gather_k = [&](int b) {
-      ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
-      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]), static_cast<const Element*>(p.k) + kv_head * p.k_stride_h,
-                          s.k + ring.stage * Traits::kTileElems, tid);
-      ptx::mbar_arrive_cp_async(&s.k_full[ring.stage]);
+    // Tile n from table b into a stage: TMA boxes per page when the tile is full and pages
+    // are large (thread 0 issues, the others just arrive), else the cp.async gather.
+    auto load_tile = [&](int b, int n, bool v_side, int stage) {
+      uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
+      Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
+      if (p.paged_tma_rows > 0 && (n + 1) * kBlockN <= t.item.kv_len) {
+        if (tid == 0) {
+          ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+          for (int r = 0; r < kBlockN; r += p.paged_tma_rows) {
+            const int page = s.kv_pages[b][r];
+            const int slot = (n * kBlockN + r) & (p.page_size - 1);
+#pragma unroll
+            for (int c = 0; c < Traits::kHeadDim / 64; ++c)
+              ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64, slot,
+                               kv_head, page, ptx::kEvictLast);
+          }
+        } else {
+          ptx::mbar_arrive(full);
+        }
+      } else {
+        const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
+                                     : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
+        gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(int64_t) : 0), base, tile, tid);
+        ptx::mbar_arrive_cp_async(full);
+      }
     };
-    auto gather_v_before = [&](int b) {  // V of the tile before `ring`, from table b
+    auto gather_k = [&](int b, int n) {
+      ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
+      load_tile(b, n, false, ring.stage);
+    };
+    auto gather_v_before = [&](int b, int n) {  // V of tile n, in the stage before `ring`
       const int stage = ring.stage == 0 ? kStages - 1 : ring.stage - 1;
       const uint32_t phase = ring.stage == 0 ? ring.phase ^ 1u : ring.phase;
       ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
-      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + sizeof(int64_t),
-                          static_cast<const Element*>(p.v) + kv_head * p.v_stride_h, s.v + stage * Traits::kTileElems,
-                          tid);
-      ptx::mbar_arrive_cp_async(&s.v_full[stage]);
+      load_tile(b, n, true, stage);
     };
     auto store_rows = [&](int b, int page, int n) {
-      if (tid < kBlockN) s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
+      if (tid < kBlockN) {
+        s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
+        s.kv_pages[b][tid] = page;
+      }
     };
     const int first = t.item.n_end - 1;
     int cur = table;  // tile n's buffer
     store_rows(cur, lookup_page<Traits>(p, t.item, first, tid), first);
     ptx::named_sync(kProducerBarrier, 128);
     int ahead = lookup_page<Traits>(p, t.item, first - 1, tid);
-    gather_k(cur);
+    gather_k(cur, first);
     store_rows(next(cur), ahead, first - 1);
     ring.advance();
     cur = next(cur);
     for (int n = first - 1; n >= t.item.n_begin; --n) {
       ptx::named_sync(kProducerBarrier, 128);
       ahead = lookup_page<Traits>(p, t.item, n - 1, tid);
-      gather_k(cur);
-      gather_v_before(next(next(cur)));
+      gather_k(cur, n);
+      gather_v_before(next(next(cur)), n + 1);
       store_rows(next(cur), ahead, n - 1);
       ring.advance();
       cur = next(cur);
     }
-    gather_v_before(next(next(cur)));
+    gather_v_before(next(next(cur)), t.item.n_begin);
     table = cur;  // holds only the rows of tile n_begin - 1, which nobody reads
   }
 }

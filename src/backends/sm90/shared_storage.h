@@ -31,6 +31,7 @@ struct SharedStorage {
   // Paged K/V only: element offsets (K, V) of each row of a KV tile, -1 for rows past
   // kv_len; three tiles' tables rotate (producer.h).
   longlong2 kv_rows[3][Traits::kBlockN];
+  int kv_pages[3][Traits::kBlockN];  // the page of each row (TMA page loads)
 };
 
 // Dynamic shared memory requested at launch: the storage plus slack to align its start.

@@ -44,30 +44,50 @@ uint64_t stride_bytes(int64_t stride, int64_t extent, const char* name, const ch
   return static_cast<uint64_t>(bytes);
 }
 
+CUtensorMapDataType element_type(DType dtype, const char* name) {
+  if (dtype != DType::kF16 && dtype != DType::kBF16)
+    throw Error(ErrorCode::kInternal, std::string("sm90: tensor map for ") + name + " of dtype " + dtype_name(dtype));
+  return dtype == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
+CUtensorMap encode(int rank, CUtensorMapDataType type, const void* data, const cuuint64_t* dims,
+                   const cuuint64_t* strides, const cuuint32_t* box, const char* name, const std::string& shape) {
+  if (reinterpret_cast<uintptr_t>(data) % 16 != 0)
+    throw Error(ErrorCode::kInvalidArgument, std::string(name) + ": data pointer is not 16-byte aligned");
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult r = encode_fn()(&map, type, rank, const_cast<void*>(data), dims, strides, box, elem_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw Error(ErrorCode::kCudaError, std::string("sm90: cuTensorMapEncodeTiled failed for ") + name + " (CUresult " +
+                                           std::to_string(static_cast<int>(r)) + ", " + shape + ")");
+  return map;
+}
+
 }  // namespace
 
+CUtensorMap make_paged_map(const PagedPool& t, int box_rows, const char* name) {
+  const CUtensorMapDataType type = element_type(t.dtype, name);
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.head_dim), static_cast<cuuint64_t>(t.page_size),
+                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(t.pages)};
+  const cuuint64_t strides[3] = {stride_bytes(t.stride_n, t.page_size, name, "token"),
+                                 stride_bytes(t.stride_h, t.heads, name, "head"),
+                                 stride_bytes(t.stride_page, t.pages, name, "page")};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(kBoxCols), static_cast<cuuint32_t>(box_rows), 1, 1};
+  return encode(4, type, t.data, dims, strides, box, name,
+                "pages " + std::to_string(t.pages) + ", page_size " + std::to_string(t.page_size));
+}
+
 CUtensorMap make_token_major_map(const TokenMajorTensor& t, int box_rows, const char* name) {
-  if (t.dtype != DType::kF16 && t.dtype != DType::kBF16)
-    throw Error(ErrorCode::kInternal, std::string("sm90: tensor map for ") + name + " of dtype " + dtype_name(t.dtype));
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-    throw Error(ErrorCode::kInvalidArgument, std::string(name) + ": data pointer is not 16-byte aligned");
-  const CUtensorMapDataType type =
-      t.dtype == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUtensorMapDataType type = element_type(t.dtype, name);
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(t.head_dim), static_cast<cuuint64_t>(t.tokens),
                               static_cast<cuuint64_t>(t.heads)};
   const cuuint64_t strides[2] = {stride_bytes(t.stride_n, t.tokens, name, "token"),
                                  stride_bytes(t.stride_h, t.heads, name, "head")};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(kBoxCols), static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  CUtensorMap map{};
-  const CUresult r = encode_fn()(&map, type, 3, const_cast<void*>(t.data), dims, strides, box, elem_strides,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw Error(ErrorCode::kCudaError, std::string("sm90: cuTensorMapEncodeTiled failed for ") + name + " (CUresult " +
-                                           std::to_string(static_cast<int>(r)) + ", tokens " +
-                                           std::to_string(t.tokens) + ", heads " + std::to_string(t.heads) + ")");
-  return map;
+  return encode(3, type, t.data, dims, strides, box, name,
+                "tokens " + std::to_string(t.tokens) + ", heads " + std::to_string(t.heads));
 }
 
 }  // namespace flashband::sm90

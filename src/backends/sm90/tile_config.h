@@ -55,6 +55,12 @@ FB_HD constexpr TileShape tile_shape(int head_dim) {
                            : TileShape{0, 0};
 }
 
+// Paged K/V: pages of a power-of-two size at least this large are loaded by TMA, one box
+// per page and 64 columns (16 rows x 128 bytes = 2 KB, 16 boxes per tile at D = 128, issued
+// by one thread); smaller pages are gathered row by row with cp.async by the whole producer
+// warpgroup, where a box per page would be as small as one row.
+constexpr int kMinTmaPageSize = 16;
+
 // The head dims this backend compiles, for registration and error messages.
 constexpr int kHeadDims[] = {64, 128, 256};
 
