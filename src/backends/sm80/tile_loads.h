@@ -52,6 +52,27 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
   const int sub = tid & 7;
+  if constexpr (!kPaged) {
+    // Every key of the tile in range (all but a request's last tile), contiguous rows: one
+    // 64-bit address per thread, the other rows kRowsPerPass * stride further (uniform
+    // strides), no range checks.
+    if (key0 + Cfg::kBlockN <= kv_len) {
+      const int64_t row = static_cast<int64_t>(kv.first) + key0 + (tid >> 3);
+      const T* ks = k + row * p.k_stride_n + kv.kv_head * p.k_stride_h + sub * 8;
+      const T* vs = v + row * p.v_stride_n + kv.kv_head * p.v_stride_h + sub * 8;
+#pragma unroll
+      for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
+        const int r = (tid >> 3) + i * L::kRowsPerPass;
+#pragma unroll
+        for (int seg = 0; seg < L::kSegments; ++seg) {
+          const uint32_t dst = Rows::offset(r, seg * 8 + sub);
+          cp_async_16(sk + dst, ks + i * L::kRowsPerPass * p.k_stride_n + seg * 64, true);
+          cp_async_16(sv + dst, vs + i * L::kRowsPerPass * p.v_stride_n + seg * 64, true);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
     const int row = (tid >> 3) + i * L::kRowsPerPass;
