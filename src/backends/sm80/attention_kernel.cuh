@@ -5,7 +5,7 @@
 //
 // Main loop over the KV tiles the row tile can see (core::kv_tile_span, cut by the split):
 //   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
-//   then per warp: classify its 16 rows x kWarpKeys keys (hidden: skip; full: no mask
+//   then per warp: classify its kWarpRows rows x kWarpKeys keys (hidden: skip; full: no mask
 //   arithmetic; partial: element-wise mask), S = Q K^T, soft cap, online softmax, O += P V.
 #pragma once
 #include "backends/sm80/epilogue.h"
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp % Cfg::kWarpsM, warp_n = warp / Cfg::kWarpsM;
-  const int q_row0 = warp_m * 16;  // this warp's rows within the tile
+  const int q_row0 = warp_m * Cfg::kWarpRows;  // this warp's rows within the tile
   const int key_off = warp_n * Cfg::kWarpKeys;
 
   const Request r = load_request(p, Cfg::kBlockM);
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const core::TileSpan span = split_span(
       core::kv_tile_span(ms, cta_rows.token_begin, cta_rows.token_end, Cfg::kBlockN), p.num_kv_splits, r.split);
   const RowTile warp_rows =
-      row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + 16, r.group, r.qo_len);
+      row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + Cfg::kWarpRows, r.group, r.qo_len);
 
 
   LogitTransform lt;
@@ -68,10 +68,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   auto k_stage = [&](int s) { return sk0 + static_cast<uint32_t>(s * Cfg::kKVTileBytes); };
   auto v_stage = [&](int s) { return sv0 + static_cast<uint32_t>(s * Cfg::kKVTileBytes); };
 
-  float o[W::kOTiles][4];
+  float o[W::kRowBlocks][W::kOTiles][4];
+  RowStats st[W::kRowBlocks];
 #pragma unroll
-  for (int n = 0; n < W::kOTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  RowStats st{{core::neg_inf(), core::neg_inf()}, {0.0f, 0.0f}};
+  for (int b = 0; b < W::kRowBlocks; ++b) {
+#pragma unroll
+    for (int n = 0; n < W::kOTiles; ++n) o[b][n][0] = o[b][n][1] = o[b][n][2] = o[b][n][3] = 0.0f;
+    st[b] = RowStats{{core::neg_inf(), core::neg_inf()}, {0.0f, 0.0f}};
+  }
 
   const int num_tiles = span.end - span.begin;
   if (num_tiles > 0) {  // uniform over the CTA
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
       cp_async_commit();
     }
-    uint32_t qf[W::kKSteps][4];
+    uint32_t qf[W::kRowBlocks][W::kKSteps][4];
     if constexpr (Cfg::kQInRegs) {
       cp_async_wait<Cfg::kStages - 1>();  // the Q group
       __syncthreads();
@@ -107,24 +111,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       const core::TileClass cls = warp_tile_class<kMask>(ms, warp_rows, key0, key0 + Cfg::kWarpKeys);
       if (cls == core::TileClass::kHidden) continue;  // warp-uniform; barriers stay matched
 
-      float s[W::kSTiles][4];
+      float s[W::kRowBlocks][W::kSTiles][4];
       warp_qk<Cfg, T>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
-      if constexpr (kSoftCap) apply_soft_cap(s, lt.cap_mul);
-      if (cls == core::TileClass::kPartial) {
-        // Each thread's two rows (g and g + 8) and the keys they see; recomputed here
-        // rather than held in registers through the loop.
-        int lo[2], hi[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r.row_begin + q_row0 + (lane >> 2) + 8 * h;
-          const core::KVRange k =
-              row < r.qo_len * r.group ? core::row_kv_range(ms, row / r.group) : core::KVRange{0, 0};
-          lo[h] = k.first;
-          hi[h] = k.last;
+      for (int b = 0; b < W::kRowBlocks; ++b) {
+        if constexpr (kSoftCap) apply_soft_cap(s[b], lt.cap_mul);
+        if (cls == core::TileClass::kPartial) {
+          // Each thread's two rows of block b (g and g + 8) and the keys they see;
+          // recomputed here rather than held in registers through the loop.
+          int lo[2], hi[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = r.row_begin + q_row0 + 16 * b + (lane >> 2) + 8 * h;
+            const core::KVRange k =
+                row < r.qo_len * r.group ? core::row_kv_range(ms, row / r.group) : core::KVRange{0, 0};
+            lo[h] = k.first;
+            hi[h] = k.last;
+          }
+          apply_mask(s[b], key0, lane, lo, hi);
         }
-        apply_mask(s, key0, lane, lo, hi);
+        online_softmax_update(s[b], o[b], st[b], lt.scale2);
       }
-      online_softmax_update(s, o, st, lt.scale2);
       warp_pv<Cfg, T>(o, s, v_stage(stage), key_off, lane);
     }
     cp_async_wait<0>();
@@ -137,7 +144,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     store_warp_rows<Cfg, T>(o, st, lt.scale2, p, re, smem, q_row0, lane);
   } else {
     __syncthreads();  // the K/V area becomes the combine buffer
-    store_combined_rows<Cfg, T>(o, st, lt.scale2, p, re, reinterpret_cast<float*>(smem + Cfg::kQBytes), warp_n, tid);
+    store_combined_rows<Cfg, T>(o[0], st[0], lt.scale2, p, re, reinterpret_cast<float*>(smem + Cfg::kQBytes), warp_n, tid);
   }
 }
 

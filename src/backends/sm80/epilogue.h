@@ -32,51 +32,50 @@ __device__ __forceinline__ float* partial_lse(const core::AttentionParams& p) {
   return static_cast<float*>(p.scratch) + p.total_qo_tokens * p.num_kv_splits * p.num_qo_heads * p.head_dim;
 }
 
-// Prefill (warps along M): each warp writes its own 16 rows. The dtype output is staged
-// through the warp's rows of the Q tile (only this warp ever read them) so global stores
-// are 16 bytes wide; float32 partials go straight from registers (a quad covers one
+// Prefill (warps along M): each warp writes its own kWarpRows rows. The dtype output is
+// staged through the warp's rows of the Q tile (only this warp ever read them) so global
+// stores are 16 bytes wide; float32 partials go straight from registers (a quad covers one
 // 32-byte sector per row).
 template <class Cfg, class T>
-__device__ __forceinline__ void store_warp_rows(const float (&o)[WarpShape<Cfg>::kOTiles][4], const RowStats& st,
-                                                float scale2, const core::AttentionParams& p, const Request& r,
-                                                unsigned char* sq, int q_row0, int lane) {
+__device__ __forceinline__ void store_warp_rows(
+    const float (&o)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kOTiles][4],
+    const RowStats (&st)[WarpShape<Cfg>::kRowBlocks], float scale2, const core::AttentionParams& p, const Request& r,
+    unsigned char* sq, int q_row0, int lane) {
   using W = WarpShape<Cfg>;
   using Rows = SwizzledRows<Cfg::kHeadDim>;
   const bool split = p.num_kv_splits > 1;
   const int rows_total = r.qo_len * r.group;
   const int g = lane >> 2, t = lane & 3;
-  float scale[2];
-  float lse[2];
+  float scale[W::kRowBlocks][2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const core::SoftmaxState s = finish_row(st, h, scale2);
-    scale[h] = s.output_scale();
-    lse[h] = s.lse();
-  }
-  if (t == 0) {
+  for (int b = 0; b < W::kRowBlocks; ++b)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = r.row_begin + q_row0 + g + 8 * h;
-      if (row >= rows_total) continue;
+      const core::SoftmaxState s = finish_row(st[b], h, scale2);
+      scale[b][h] = s.output_scale();
+      const int row = r.row_begin + q_row0 + 16 * b + g + 8 * h;
+      if (t != 0 || row >= rows_total) continue;
       const RowDest d = row_dest(p, r, row, split);
       if (split) {
-        partial_lse(p)[d.lse] = lse[h];
+        partial_lse(p)[d.lse] = s.lse();
       } else if (p.lse) {
-        p.lse[d.lse] = lse[h];
+        p.lse[d.lse] = s.lse();
       }
     }
-  }
   if (split) {
     float* po = partial_o(p);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = r.row_begin + q_row0 + g + 8 * h;
-      if (row >= rows_total) continue;
-      float* dst = po + row_dest(p, r, row, true).o + 2 * t;
+    for (int b = 0; b < W::kRowBlocks; ++b)
 #pragma unroll
-      for (int n = 0; n < W::kOTiles; ++n)
-        *reinterpret_cast<float2*>(dst + 8 * n) = make_float2(o[n][2 * h] * scale[h], o[n][2 * h + 1] * scale[h]);
-    }
+      for (int h = 0; h < 2; ++h) {
+        const int row = r.row_begin + q_row0 + 16 * b + g + 8 * h;
+        if (row >= rows_total) continue;
+        float* dst = po + row_dest(p, r, row, true).o + 2 * t;
+#pragma unroll
+        for (int n = 0; n < W::kOTiles; ++n)
+          *reinterpret_cast<float2*>(dst + 8 * n) =
+              make_float2(o[b][n][2 * h] * scale[b][h], o[b][n][2 * h + 1] * scale[b][h]);
+      }
     return;
   }
   // Stage: element (row, 8n + 2t) sits at byte 4t of chunk n of the row. These are the
@@ -84,14 +83,16 @@ __device__ __forceinline__ void store_warp_rows(const float (&o)[WarpShape<Cfg>:
   // overwrite across lanes explicitly (racecheck flags it otherwise).
   __syncwarp();
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
+  for (int b = 0; b < W::kRowBlocks; ++b)
 #pragma unroll
-    for (int n = 0; n < W::kOTiles; ++n)
-      *reinterpret_cast<uint32_t*>(sq + Rows::offset(q_row0 + g + 8 * h, n) + 4 * t) =
-          cuda::pack2<T>(o[n][2 * h] * scale[h], o[n][2 * h + 1] * scale[h]);
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int n = 0; n < W::kOTiles; ++n)
+        *reinterpret_cast<uint32_t*>(sq + Rows::offset(q_row0 + 16 * b + g + 8 * h, n) + 4 * t) =
+            cuda::pack2<T>(o[b][n][2 * h] * scale[b][h], o[b][n][2 * h + 1] * scale[b][h]);
   __syncwarp();
   T* out = static_cast<T*>(p.o);
-  constexpr int kPerLane = 16 * Rows::kChunks / 32;
+  constexpr int kPerLane = Cfg::kWarpRows * Rows::kChunks / 32;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int idx = lane + 32 * i;

@@ -45,23 +45,36 @@ __device__ __forceinline__ void apply_soft_cap(float (&s)[kSTiles][4], float cap
     for (int e = 0; e < 4; ++e) s[n][e] = tanhf(s[n][e] * cap_mul);
 }
 
-// Folds one tile into the running state: updates m and d, rescales o, and turns s into
-// probabilities (unnormalised, relative to the new max).
+// How far (base 2) a tile's maximum may exceed the running reference m before m moves.
+// Probabilities are 2^(x * scale2 - m * scale2), so a stale m leaves them <= 2^8: exact in
+// float32 and in P's 16-bit formats, and o and d stay relative to the same m, so the final
+// o / d and m + log2 d are unchanged. In exchange m, and with it the O rescale, moves only
+// when the maximum jumps, not whenever it creeps up.
+constexpr float kMaxSlack = 8.0f;
+
+// Folds one tile into the running state: updates m and d, rescales o when m moved (skipped
+// when no row of the warp moved), and turns s into probabilities (unnormalised, relative to
+// m).
 template <int kSTiles, int kOTiles>
 __device__ __forceinline__ void online_softmax_update(float (&s)[kSTiles][4], float (&o)[kOTiles][4], RowStats& st,
                                                       float scale2) {
+  float factor[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float mx = st.m[r];
+    float mx = core::neg_inf();
 #pragma unroll
     for (int n = 0; n < kSTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const bool none = mx == core::neg_inf();
-    // m_old = -inf with mx finite gives 2^-inf = 0; both -inf would be NaN, hence `none`.
-    const float factor = none ? 1.0f : fast_exp2((st.m[r] - mx) * scale2);
-    const float msc = none ? 0.0f : mx * scale2;
-    st.m[r] = mx;
+    // m = -inf with mx finite: +inf > slack, so m moves and factor = 2^-inf = 0. mx = -inf
+    // (nothing visible in this tile): -inf or NaN, never > slack, so m stays.
+    factor[r] = 1.0f;
+    if ((mx - st.m[r]) * scale2 > kMaxSlack) {
+      factor[r] = fast_exp2((st.m[r] - mx) * scale2);
+      st.m[r] = mx;
+    }
+    // m = -inf here only if every logit so far, this tile's included, was -inf: p = 0.
+    const float msc = st.m[r] == core::neg_inf() ? 0.0f : st.m[r] * scale2;
     float sum = 0.0f;
 #pragma unroll
     for (int n = 0; n < kSTiles; ++n) {
@@ -69,11 +82,15 @@ __device__ __forceinline__ void online_softmax_update(float (&s)[kSTiles][4], fl
       s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], scale2, -msc));
       sum += s[n][2 * r] + s[n][2 * r + 1];
     }
-    st.d[r] = st.d[r] * factor + sum;
+    st.d[r] = st.d[r] * factor[r] + sum;
+  }
+  if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {
 #pragma unroll
     for (int n = 0; n < kOTiles; ++n) {
-      o[n][2 * r] *= factor;
-      o[n][2 * r + 1] *= factor;
+      o[n][0] *= factor[0];
+      o[n][1] *= factor[0];
+      o[n][2] *= factor[1];
+      o[n][3] *= factor[1];
     }
   }
 }

@@ -2,9 +2,11 @@
 // reason. Host and device read the same numbers (the planner cuts work with kBlockM and
 // kBlockN; the kernel is compiled with them).
 //
-// Every warp owns 16 query rows (one m16n8k16 row block) and kWarpKeys keys of each KV
-// tile. Prefill puts its warps along M (8 x 16 = 128 rows share each K/V tile loaded once
-// into shared memory). Decode has at most a GQA group of rows, so its warps go along N
+// Every warp owns kRowBlocks m16n8k16 row blocks (16 query rows each) and kWarpKeys keys of
+// each KV tile. A K or V fragment read from shared memory feeds one MMA per row block, so
+// two row blocks per warp halve the shared-memory bytes per FLOP (16 rows per warp need as
+// many ldmatrix bytes as Hopper's mma.sync rate can use; 32 rows need half). Prefill puts
+// its warps along M. Decode has at most a GQA group of rows, so its warps go along N
 // instead: four warps split each KV tile and combine their softmax states at the end.
 #pragma once
 #include <cstddef>
@@ -13,12 +15,15 @@
 
 namespace flashband::sm80 {
 
-template <int kHeadDim_, int kWarpsM_, int kWarpsN_, int kBlockN_, int kStages_, bool kQInRegs_, int kMinBlocks_>
+template <int kHeadDim_, int kWarpsM_, int kWarpsN_, int kRowBlocks_, int kBlockN_, int kStages_, bool kQInRegs_,
+          int kMinBlocks_>
 struct TileConfig {
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kWarpsM = kWarpsM_;      // warps along query rows
-  static constexpr int kWarpsN = kWarpsN_;      // warps along keys (decode)
-  static constexpr int kBlockM = 16 * kWarpsM;  // packed (token, head) rows per CTA
+  static constexpr int kWarpsM = kWarpsM_;        // warps along query rows
+  static constexpr int kWarpsN = kWarpsN_;        // warps along keys (decode)
+  static constexpr int kRowBlocks = kRowBlocks_;  // m16 row blocks per warp
+  static constexpr int kWarpRows = 16 * kRowBlocks;
+  static constexpr int kBlockM = kWarpRows * kWarpsM;  // packed (token, head) rows per CTA
   static constexpr int kBlockN = kBlockN_;      // keys per pipeline stage
   static constexpr int kStages = kStages_;      // K/V tiles in flight (cp.async ring)
   static constexpr bool kQInRegs = kQInRegs_;   // Q fragments live in registers for the whole loop
@@ -29,6 +34,7 @@ struct TileConfig {
   static_assert(kHeadDim % 64 == 0, "swizzle works on 128-byte row groups");
   static_assert(kWarpKeys % 16 == 0, "P @ V consumes keys 16 at a time");
   static_assert(kStages >= 2, "one tile computes while the next loads");
+  static_assert(kWarpsN == 1 || kRowBlocks == 1, "the cross-warp combine handles one row block");
 
   // Shared memory: a Q tile, then kStages K tiles, then kStages V tiles (16-bit elements).
   static constexpr std::size_t kQBytes = std::size_t{kBlockM} * kHeadDim * 2;
@@ -41,23 +47,26 @@ struct TileConfig {
   static_assert(kCombineBytes <= 2 * kStages * kKVTileBytes, "combine buffer must fit in the K/V area");
 };
 
-// Prefill. Q 16 x D in registers costs D/4 registers per thread, O costs D/2, S costs
-// kBlockN/2: D=64 fits two CTAs per SM (<= 128 registers); D=128 one CTA of 8 warps (as
-// FlashAttention-2's 4 warps x 32 rows, same registers per SM) with 64-key tiles; D=256
-// keeps Q in shared memory (O alone is 128 registers) and halves the key tile so two
-// stages of K and V stay at 64 KB.
+// Prefill, per thread: O costs D/2 registers per row block, S kBlockN/2, Q in registers
+// D/4. D=64 and D=128 give each warp 2 row blocks (4 warps x 32 rows = 128 rows, the
+// planner's row tile unchanged) and run 2 CTAs per SM (8 warps; one CTA's barrier wait is
+// covered by the other): D=64 keeps Q in registers (32 + O 64 + S 64), D=128 re-reads Q
+// from shared memory per k-step (O 128 + S 64 leave no room for Q's 64), as
+// FlashAttention-2 does. D=256 cannot hold two row blocks of O (256 registers), so it keeps
+// 8 warps x 16 rows with Q in shared memory and 32-key tiles: 64-key tiles would need
+// 192 KB of shared memory, more than an A100 block can have (163 KB).
 template <int D> struct PrefillTile;
-template <> struct PrefillTile<64> : TileConfig<64, 8, 1, 64, 3, true, 2> {};    // 64 KB smem
-template <> struct PrefillTile<128> : TileConfig<128, 8, 1, 64, 2, true, 1> {};  // 96 KB
-template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 32, 2, false, 1> {}; // 128 KB
+template <> struct PrefillTile<64> : TileConfig<64, 4, 1, 2, 64, 3, true, 2> {};     // 64 KB smem
+template <> struct PrefillTile<128> : TileConfig<128, 4, 1, 2, 64, 2, false, 2> {};  // 96 KB
+template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 1, 32, 2, false, 1> {};  // 128 KB
 
 // Decode: memory-bound, so the tile is sized for bytes in flight: 64 keys per stage split
 // over 4 warps, with 4 / 3 / 2 stages (64 / 96 / 128 KB of K and V in flight per CTA).
 // D=256 keeps Q in shared memory to leave registers for its 128-float O.
 template <int D> struct DecodeTile;
-template <> struct DecodeTile<64> : TileConfig<64, 1, 4, 64, 4, true, 3> {};     // 66 KB smem
-template <> struct DecodeTile<128> : TileConfig<128, 1, 4, 64, 3, true, 2> {};   // 100 KB
-template <> struct DecodeTile<256> : TileConfig<256, 1, 4, 64, 2, false, 1> {};  // 136 KB
+template <> struct DecodeTile<64> : TileConfig<64, 1, 4, 1, 64, 4, true, 3> {};     // 66 KB smem
+template <> struct DecodeTile<128> : TileConfig<128, 1, 4, 1, 64, 3, true, 2> {};   // 100 KB
+template <> struct DecodeTile<256> : TileConfig<256, 1, 4, 1, 64, 2, false, 1> {};  // 136 KB
 
 // The numbers the planner needs, looked up at run time.
 struct TileShape {

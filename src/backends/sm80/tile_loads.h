@@ -52,6 +52,55 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
   const int sub = tid & 7;
+  if constexpr (!kPaged) {
+    // Every key of the tile in range (all but a request's last tile), contiguous rows: one
+    // 64-bit address per thread, the other rows kRowsPerPass * stride further (uniform
+    // strides), no range checks.
+    if (key0 + Cfg::kBlockN <= kv_len) {
+      const int64_t row = static_cast<int64_t>(kv.first) + key0 + (tid >> 3);
+      const T* ks = k + row * p.k_stride_n + kv.kv_head * p.k_stride_h + sub * 8;
+      const T* vs = v + row * p.v_stride_n + kv.kv_head * p.v_stride_h + sub * 8;
+#pragma unroll
+      for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
+        const int r = (tid >> 3) + i * L::kRowsPerPass;
+#pragma unroll
+        for (int seg = 0; seg < L::kSegments; ++seg) {
+          const uint32_t dst = Rows::offset(r, seg * 8 + sub);
+          cp_async_16(sk + dst, ks + i * L::kRowsPerPass * p.k_stride_n + seg * 64, true);
+          cp_async_16(sv + dst, vs + i * L::kRowsPerPass * p.v_stride_n + seg * 64, true);
+        }
+      }
+      return;
+    }
+  } else {
+    // Paged, every key in range and a power-of-two page size (the usual case): the page
+    // and slot of a key are a shift and a mask instead of a division, the kv head's offset
+    // is shared by the rows, and there are no range checks.
+    const int ps = p.page_size;
+    if (key0 + Cfg::kBlockN <= kv_len && (ps & (ps - 1)) == 0) {
+      const int shift = __ffs(ps) - 1;
+      const T* kh = k + kv.kv_head * p.k_stride_h + sub * 8;
+      const T* vh = v + kv.kv_head * p.v_stride_h + sub * 8;
+      int64_t page[Cfg::kBlockN / L::kRowsPerPass];
+#pragma unroll
+      for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i)  // all index loads in flight at once
+        page[i] = p.page_indices[kv.first + ((key0 + (tid >> 3) + i * L::kRowsPerPass) >> shift)];
+#pragma unroll
+      for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
+        const int r = (tid >> 3) + i * L::kRowsPerPass;
+        const int64_t slot = (key0 + r) & (ps - 1);
+        const T* ks = kh + page[i] * p.k_stride_page + slot * p.k_stride_n;
+        const T* vs = vh + page[i] * p.v_stride_page + slot * p.v_stride_n;
+#pragma unroll
+        for (int seg = 0; seg < L::kSegments; ++seg) {
+          const uint32_t dst = Rows::offset(r, seg * 8 + sub);
+          cp_async_16(sk + dst, ks + seg * 64, true);
+          cp_async_16(sv + dst, vs + seg * 64, true);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int i = 0; i < Cfg::kBlockN / L::kRowsPerPass; ++i) {
     const int row = (tid >> 3) + i * L::kRowsPerPass;
