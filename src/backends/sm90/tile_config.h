@@ -56,10 +56,11 @@ FB_HD constexpr TileShape tile_shape(int head_dim) {
 }
 
 // Paged K/V: pages of a power-of-two size at least this large are loaded by TMA, one box
-// per page and 64 columns (16 rows x 128 bytes = 2 KB, 16 boxes per tile at D = 128, issued
-// by one thread); smaller pages are gathered row by row with cp.async by the whole producer
-// warpgroup, where a box per page would be as small as one row.
-constexpr int kMinTmaPageSize = 16;
+// per page and 64 columns, issued by one thread; smaller pages are gathered row by row with
+// cp.async by the whole producer warpgroup. Measured on the H200 (D=128, bf16): with pages
+// of 16, TMA boxes of 16 rows ran at 0.65x of ragged against 0.84x for the gather; with
+// pages of 128, TMA reached 0.94-1.02x.
+constexpr int kMinTmaPageSize = 64;
 
 // The head dims this backend compiles, for registration and error messages.
 constexpr int kHeadDims[] = {64, 128, 256};
