@@ -145,7 +145,8 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<kBlockM, kBlockN>(p, u);
     const WorkItem& it = t.item;
-    const core::MaskSpec spec{it.qo_len, it.kv_len, p.causal, p.window_left};
+    const core::MaskSpec spec = Traits::kKVLenMaskOnly ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
+                                                       : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};
     const int tile_row0 = it.m_block * kBlockM;
     const int slab_begin = tile_row0 + slab * 64;
     const int slab_end = min(slab_begin + 64, it.qo_len);  // rows past qo_len are never written

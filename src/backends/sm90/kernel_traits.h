@@ -23,15 +23,22 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col / 64) * rows * 64 + row * 64 + ((((col % 64) / 8) ^ (row % 8)) * 8) + col % 8;
 }
 
-template <class Element_, int kHeadDim_>
+template <class Element_, int kHeadDim_, bool kWide_ = false>
 struct KernelTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = TileConfig<kHeadDim>::kBlockM;
-  static constexpr int kBlockN = TileConfig<kHeadDim>::kBlockN;
-  static constexpr int kStages = TileConfig<kHeadDim>::kStages;
-  static constexpr bool kOverlap = TileConfig<kHeadDim>::kOverlap;
-  static constexpr bool kPingPong = TileConfig<kHeadDim>::kPingPong;
+  static constexpr bool kWide = kWide_;
+  using Config = TileConfig<kHeadDim, kWide>;
+  static constexpr int kBlockM = Config::kBlockM;
+  static constexpr int kBlockN = Config::kBlockN;
+  static constexpr int kStages = Config::kStages;
+  static constexpr bool kOverlap = Config::kOverlap;
+  static constexpr bool kPingPong = Config::kPingPong;
+  // The wide kernel serves only problems without a causal / window mask (registry key
+  // needs_mask = false, which the registry enforces): its only partial tile is at kv_len's
+  // end, and the mask state folds away at compile time, which the 176-wide S tile's
+  // registers need.
+  static constexpr bool kKVLenMaskOnly = kWide;
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 
@@ -85,6 +92,11 @@ struct KernelTraits {
       cute::GMMA::rs_op_selector<Element, Element, float, TilePV, cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
       WarpgroupLayout{}));
   static_assert(cute::size(TiledMmaQK{}) == kConsumerThreads && cute::size(TiledMmaPV{}) == kConsumerThreads);
+  // One wgmma spans the whole S tile (N = kBlockN). CUTLASS's selector otherwise falls back
+  // to the largest default N that divides kBlockN (N = 16 for 176) without complaint:
+  // non-default widths need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED in the kernel's file.
+  static_assert(cute::size<1>(typename TiledMmaQK::AtomShape_MNK{}) == kBlockN,
+                "Q K^T wgmma atom narrower than the KV tile: define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED");
 
   static constexpr int kTileElems = kBlockN * kHeadDim;
   static constexpr int kQElems = kBlockM * kHeadDim;
