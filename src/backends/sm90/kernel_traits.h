@@ -32,6 +32,7 @@ struct KernelTraits {
   static constexpr int kBlockM = Config::kBlockM;
   static constexpr int kBlockN = Config::kBlockN;
   static constexpr int kStages = Config::kStages;
+  static constexpr int kQStages = Config::kQStages;
   static constexpr bool kOverlap = Config::kOverlap;
   static constexpr bool kPingPong = Config::kPingPong;
   // The wide kernel serves only problems without a causal / window mask (registry key
@@ -72,9 +73,11 @@ struct KernelTraits {
   using TilePV = cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>, cute::Int<kBlockN>>;
   using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kConsumerWarpgroups>, cute::_1, cute::_1>>;
 
-  // Q [kBlockM, D] and K [kBlockN, D, stage]: K-major (D contiguous) operands of S = Q K^T.
-  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>>{}));
+  // Q [kBlockM, D, q stage] and K [kBlockN, D, stage]: K-major (D contiguous) operands of
+  // S = Q K^T.
+  using SmemLayoutQ = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<Element>{},
+      cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>, cute::Int<kQStages>>{}));
   using SmemLayoutK = decltype(cute::tile_to_shape(
       cute::GMMA::Layout_K_SW128_Atom<Element>{},
       cute::Shape<cute::Int<kBlockN>, cute::Int<kHeadDim>, cute::Int<kStages>>{}));
@@ -117,7 +120,9 @@ struct KernelTraits {
     for (int r : rows) {
       for (int c : cols) {
         if (c >= kHeadDim) continue;
-        if (byte_offset(int(q(r, c))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(q(r, c, 0))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(q(r, c, kQStages - 1))) != e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM)))
+          return false;
         if (byte_offset(int(k(r, c, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
         if (byte_offset(int(k(r, c, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
         if (byte_offset(int(vt(c, r, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;

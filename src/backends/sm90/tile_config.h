@@ -11,6 +11,11 @@
 //   "extended shapes" switch (multiples of 64 here) are used, to keep compile time down.
 // - kStages: as many K+V stages as shared memory holds next to Q (kBlockM x D):
 //   D=64: 16 KB + 3 x 32 KB; D=128: 32 KB + 2 x 64 KB; D=256: 64 KB + 2 x 64 KB.
+// - kQStages: Q buffers. With two, the next work unit's Q loads while the current unit runs
+//   (one buffer is free from the current unit's start), so no unit waits on its Q load; that
+//   wait is a fixed cost per unit, large next to short units (S = 512: 4 KV steps). Where two
+//   do not fit (D = 256; D = 128 wide, 32 KB + 2 x 88 KB) one buffer is loaded once the
+//   previous unit's last Q K^T has been issued.
 // - kOverlap: each consumer issues QK^T of tile n before the softmax of tile n+1 finishes
 //   its PV, so the tensor cores work while the warpgroup does exponentials (costs a second S
 //   accumulator's worth of registers: P stays live across the QK^T). false selects the
@@ -36,29 +41,29 @@ struct TileConfig;
 
 template <>
 struct TileConfig<64, false> {
-  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3;
+  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3, kQStages = 2;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
 struct TileConfig<128, false> {
-  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2;
+  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kQStages = 2;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
 struct TileConfig<256, false> {
-  static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2;
+  static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2, kQStages = 1;
   static constexpr bool kOverlap = true, kPingPong = false;
 };
 // Wide: D=64 S 96 + P 48 + O 32 regs, 16 KB + 3 x 48 KB smem; D=128 S 88 + P 44 + O 64 regs,
 // 32 KB + 2 x 88 KB.
 template <>
 struct TileConfig<64, true> {
-  static constexpr int kBlockM = 128, kBlockN = 192, kStages = 3;
+  static constexpr int kBlockM = 128, kBlockN = 192, kStages = 3, kQStages = 2;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
 struct TileConfig<128, true> {
-  static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2;
+  static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
