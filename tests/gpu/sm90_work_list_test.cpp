@@ -45,7 +45,7 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
   std::mt19937 rng(7);
   for (int iter = 0; iter < 300; ++iter) {
     const int D = kHeadDims[iter % 3];
-    const TileShape ts = tile_shape(D);
+    const TileShape ts = tile_shape(D, iter % 2 == 1);  // both tile variants
     const int B = 1 + static_cast<int>(rng() % 5);
     std::vector<int32_t> qo{0}, kv{0}, lens;
     for (int b = 0; b < B; ++b) {
@@ -97,6 +97,21 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     }
     ASSERT_EQ(items.size(), expected);
   }
+}
+
+TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {
+  for (int D : kHeadDims) {
+    for (bool paged : {false, true}) {
+      EXPECT_FALSE(use_wide_tiles(D, true, paged)) << D;  // causal / window keep the narrow tile
+      if (paged) EXPECT_FALSE(use_wide_tiles(D, false, true)) << D;
+      const TileShape narrow = tile_shape(D, false), wide = tile_shape(D, use_wide_tiles(D, false, paged));
+      EXPECT_EQ(narrow.block_m, wide.block_m) << D;  // workspace sizing reads block_m alone
+      EXPECT_EQ(wide.block_n % 16, 0) << D;
+      EXPECT_LE(wide.block_n, 256) << D;
+    }
+  }
+  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false)).block_n, 176);
+  EXPECT_EQ(tile_shape(64, use_wide_tiles(64, false, false)).block_n, 192);
 }
 
 TEST(Sm90WorkList, SplitPiecesPartitionTheSpan) {

@@ -74,10 +74,10 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   auto thr_qk = mma_qk.get_thread_slice(tid);
   auto thr_pv = mma_pv.get_thread_slice(tid);
 
-  Tensor sQ = make_tensor(make_smem_ptr(s.q), typename Traits::SmemLayoutQ{});    // (M, D)
+  Tensor sQ = make_tensor(make_smem_ptr(s.q), typename Traits::SmemLayoutQ{});    // (M, D, q stage)
   Tensor sK = make_tensor(make_smem_ptr(s.k), typename Traits::SmemLayoutK{});    // (N, D, stage)
   Tensor sVt = make_tensor(make_smem_ptr(s.v), typename Traits::SmemLayoutVt{});  // (D, N, stage)
-  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // descriptors (MMA, MMA_M, D/16)
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // descriptors (MMA, MMA_M, D/16, q stage)
   Tensor tSrK = thr_qk.partition_fragment_B(sK);   // descriptors (MMA, MMA_N, D/16, stage)
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // descriptors (MMA, MMA_N, N/16, stage)
   static_assert(decltype(size<2>(tSrQ))::value == kHeadDim / 16 && decltype(size<2>(tOrV))::value == kBlockN / 16);
@@ -101,6 +101,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   const int slab = tid / 128;  // which 64 rows of the query tile this warpgroup owns
   RingPosition<Traits::kStages> ring;
   uint32_t q_round = 0;
+  int q_buffer = 0;  // this unit's Q buffer (QSlot)
 
   // ---- the pieces of one KV step --------------------------------------------------------
   // Waits for a K or V stage. Paged stages were written by cp.async (the generic proxy), so
@@ -115,7 +116,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
 #pragma unroll
     for (int k = 0; k < size<2>(tSrQ); ++k) {
-      cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k, stage), tSrS);
+      cute::gemm(mma_qk, tSrQ(_, _, k, q_buffer), tSrK(_, _, k, stage), tSrS);
       mma_qk.accumulate_ = GMMA::ScaleOut::One;
     }
     warpgroup_commit_batch();
@@ -151,7 +152,8 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<kBlockM, kBlockN>(p, u);
     const WorkItem& it = t.item;
-    const core::MaskSpec spec{it.qo_len, it.kv_len, p.causal, p.window_left};
+    const core::MaskSpec spec = Traits::kKVLenMaskOnly ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
+                                                       : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};
     const int tile_row0 = it.m_block * kBlockM;
     const int slab_begin = tile_row0 + slab * 64;
     const int slab_end = min(slab_begin + 64, it.qo_len);  // rows past qo_len are never written
@@ -162,7 +164,9 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     softmax.reset();
 
     if (!t.empty()) {
-      ptx::mbar_wait(&s.q_full, q_round & 1u);
+      const QSlot<Traits> q(q_round);
+      q_buffer = q.buffer;
+      ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
       if constexpr (Traits::kOverlap) {
         // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
         // pipeline and the ping-pong need both warpgroups to take the same steps.
@@ -171,7 +175,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         wait_full(&s.k_full[ring.stage], ring.phase);
         issue_qk(ring.stage);
         warpgroup_wait<0>();
-        if (n == it.n_begin) warp_release(&s.q_empty);
+        if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
         score(spec, classify(n), tile_row0, n * kBlockN, correction);  // O is 0: no rescale
         convert_p();
@@ -192,7 +196,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           issue_pv(v_ring.stage);
           pingpong_pass<Traits::kPingPong>(slab);
           warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
-          if (n == it.n_begin) warp_release(&s.q_empty);
+          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
           warp_release(&s.k_empty[ring.stage]);
           score(spec, classify(n), tile_row0, n * kBlockN, correction);
           warpgroup_wait<0>();  // PV(n+1) done: O and P are free
@@ -218,7 +222,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
             issue_qk(ring.stage);
             warpgroup_wait<0>();
           }
-          if (n == it.n_begin) warp_release(&s.q_empty);  // last QK^T of the unit is done
+          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);  // last QK^T of the unit is done
           warp_release(&s.k_empty[ring.stage]);
           if (active) {
             float correction[kRows];

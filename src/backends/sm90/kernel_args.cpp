@@ -7,6 +7,7 @@
 #include "backends/cuda/merge.h"
 #include "backends/sm90/tensor_map.h"
 #include "backends/sm90/tile_config.h"
+#include "core/mask.h"
 #include "core/state.h"
 #include "flashband/error.h"
 
@@ -19,6 +20,12 @@ const PlanState& plan_state(const core::AttentionParams& a) {
 
 KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState& st, const LaunchShape& shape) {
   KernelParams p{};
+  // Work items and the in-kernel tile walk count KV tiles of the planner's width.
+  if (st.block_n != shape.block_n)
+    throw Error(ErrorCode::kInternal, "sm90: plan built for KV tiles of " + std::to_string(st.block_n) +
+                                          " rows, the kernel's are " + std::to_string(shape.block_n));
+  if (shape.kv_len_mask_only && core::needs_mask(a.causal, a.window_left))
+    throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
   p.num_qo_heads = a.num_qo_heads;
   p.group_size = a.num_qo_heads / a.num_kv_heads;
   p.items = st.items;

@@ -24,15 +24,23 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
-template <class Element_, int kHeadDim_>
+template <class Element_, int kHeadDim_, bool kWide_ = false>
 struct KernelTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = TileConfig<kHeadDim>::kBlockM;
-  static constexpr int kBlockN = TileConfig<kHeadDim>::kBlockN;
-  static constexpr int kStages = TileConfig<kHeadDim>::kStages;
-  static constexpr bool kOverlap = TileConfig<kHeadDim>::kOverlap;
-  static constexpr bool kPingPong = TileConfig<kHeadDim>::kPingPong;
+  static constexpr bool kWide = kWide_;
+  using Config = TileConfig<kHeadDim, kWide>;
+  static constexpr int kBlockM = Config::kBlockM;
+  static constexpr int kBlockN = Config::kBlockN;
+  static constexpr int kStages = Config::kStages;
+  static constexpr int kQStages = Config::kQStages;
+  static constexpr bool kOverlap = Config::kOverlap;
+  static constexpr bool kPingPong = Config::kPingPong;
+  // The wide kernel serves only problems without a causal / window mask (registry key
+  // needs_mask = false, which the registry enforces): its only partial tile is at kv_len's
+  // end, and the mask state folds away at compile time, which the 176-wide S tile's
+  // registers need.
+  static constexpr bool kKVLenMaskOnly = kWide;
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 
@@ -66,9 +74,11 @@ struct KernelTraits {
   using TilePV = cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>, cute::Int<kBlockN>>;
   using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kConsumerWarpgroups>, cute::_1, cute::_1>>;
 
-  // Q [kBlockM, D] and K [kBlockN, D, stage]: K-major (D contiguous) operands of S = Q K^T.
-  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>>{}));
+  // Q [kBlockM, D, q stage] and K [kBlockN, D, stage]: K-major (D contiguous) operands of
+  // S = Q K^T.
+  using SmemLayoutQ = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<Element>{},
+      cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDim>, cute::Int<kQStages>>{}));
   using SmemLayoutK = decltype(cute::tile_to_shape(
       cute::GMMA::Layout_K_SW128_Atom<Element>{},
       cute::Shape<cute::Int<kBlockN>, cute::Int<kHeadDim>, cute::Int<kStages>>{}));
@@ -86,6 +96,11 @@ struct KernelTraits {
       cute::GMMA::rs_op_selector<Element, Element, float, TilePV, cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
       WarpgroupLayout{}));
   static_assert(cute::size(TiledMmaQK{}) == kConsumerThreads && cute::size(TiledMmaPV{}) == kConsumerThreads);
+  // One wgmma spans the whole S tile (N = kBlockN). CUTLASS's selector otherwise falls back
+  // to the largest default N that divides kBlockN (N = 16 for 176) without complaint:
+  // non-default widths need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED in the kernel's file.
+  static_assert(cute::size<1>(typename TiledMmaQK::AtomShape_MNK{}) == kBlockN,
+                "Q K^T wgmma atom narrower than the KV tile: define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED");
 
   static constexpr int kTileElems = kBlockN * kHeadDim;
   static constexpr int kQElems = kBlockM * kHeadDim;
@@ -106,7 +121,9 @@ struct KernelTraits {
     for (int r : rows) {
       for (int c : cols) {
         if (c >= kHeadDim) continue;
-        if (byte_offset(int(q(r, c))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(q(r, c, 0))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(q(r, c, kQStages - 1))) != e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM)))
+          return false;
         if (byte_offset(int(k(r, c, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
         if (byte_offset(int(k(r, c, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
         if (byte_offset(int(vt(c, r, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;

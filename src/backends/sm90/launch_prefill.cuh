@@ -17,12 +17,13 @@ namespace flashband::sm90 {
 template <DType kDType>
 using ElementOf = std::conditional_t<kDType == DType::kF16, cute::half_t, cute::bfloat16_t>;
 
-template <DType kDType, int kHeadDim, bool kPaged>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
-  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim>;
+  static_assert(!(kWide && kPaged), "wide tiles are for contiguous K/V only (tile_config.h)");
+  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide>;
   const PlanState& st = plan_state(a);
-  const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged});
+  const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, Traits::kKVLenMaskOnly});
   if (p.num_units == 0) return;
 
   constexpr int kSmem = shared_storage_bytes<Traits>();
@@ -41,4 +42,9 @@ void launch_prefill(const core::AttentionParams& a) {
 // One explicit instantiation per kernels/*.cu file.
 #define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED)                                            \
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED>( \
+      const flashband::core::AttentionParams&);
+// The wide-tile variant (contiguous K/V, no causal / window mask). Its file defines
+// CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED before any include.
+#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM)                                                    \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, false, true>( \
       const flashband::core::AttentionParams&);

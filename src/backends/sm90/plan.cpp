@@ -36,7 +36,7 @@ std::size_t sm90_page_index_bytes(int64_t num_page_indices) {
 }
 
 std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
-  const TileShape tile = tile_shape(head_dim);
+  const TileShape tile = tile_shape(head_dim);  // every tile variant has the same block_m
   if (tile.block_m == 0) return 0;
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
   const std::size_t indices = 3 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up(b * sizeof(int32_t));
@@ -57,17 +57,20 @@ namespace detail {
 
 void plan_sm90(Plan& plan, const Workspace& workspace) {
   core::AttentionParams& a = plan.params;
-  const sm90::TileShape tile = sm90::tile_shape(a.head_dim);
+  const bool paged = a.kv_storage == core::KVStorage::kPaged;
+  // The same rule register.cpp used to pick the kernel this plan will launch.
+  const sm90::TileShape tile =
+      sm90::tile_shape(a.head_dim, sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged));
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
                                              " (supports 64, 128, 256)");
-  const bool paged = a.kv_storage == core::KVStorage::kPaged;
   const int B = plan.batch;
   const int H = a.num_qo_heads;
 
   auto state = std::make_shared<sm90::PlanState>();
   state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
+  state->block_n = tile.block_n;
 
   sm90::WorkListInput in;
   in.batch = B;

@@ -19,8 +19,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefill_kernel(const __gr
   auto& s = *reinterpret_cast<SharedStorage<Traits>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
                                                       ~uintptr_t{1023});
   if (threadIdx.x == 0) {
-    ptx::mbar_init(&s.q_full, 1);
-    ptx::mbar_init(&s.q_empty, Traits::kConsumerWarps);
+#pragma unroll
+    for (int i = 0; i < Traits::kQStages; ++i) {
+      ptx::mbar_init(&s.q_full[i], 1);
+      ptx::mbar_init(&s.q_empty[i], Traits::kConsumerWarps);
+    }
 #pragma unroll
     for (int i = 0; i < Traits::kStages; ++i) {
       ptx::mbar_init(&s.k_full[i], kPaged ? 128 : 1);

@@ -26,16 +26,29 @@ struct RingPosition {
   }
 };
 
-// Issues the TMA loads of Q for unit `t` once the consumers have released the buffer.
+// Q buffer and barrier parity of the q_round-th non-empty unit (producer and consumers count
+// the same units).
+template <class Traits>
+struct QSlot {
+  int buffer;
+  uint32_t parity;
+  __device__ __forceinline__ explicit QSlot(uint32_t q_round)
+      : buffer(static_cast<int>(q_round % Traits::kQStages)), parity((q_round / Traits::kQStages) & 1u) {}
+};
+
+// Issues the TMA loads of Q for unit `t` once the consumers have released its buffer.
 template <class Traits>
 __device__ __forceinline__ void load_q(const KernelParams& p, SharedStorage<Traits>& s, const Unit& t,
                                        uint32_t q_round) {
-  ptx::mbar_wait(&s.q_empty, (q_round & 1u) ^ 1u);
-  ptx::mbar_arrive_expect_tx(&s.q_full, Traits::kQBytes);
+  const QSlot<Traits> q(q_round);
+  ptx::mbar_wait(&s.q_empty[q.buffer], q.parity ^ 1u);
+  ptx::mbar_arrive_expect_tx(&s.q_full[q.buffer], Traits::kQBytes);
   const int row = t.item.qo_start + t.item.m_block * Traits::kBlockM;
+  typename Traits::Element* q_tile = s.q + q.buffer * Traits::kQElems;
 #pragma unroll
   for (int b = 0; b < Traits::kHeadDim / 64; ++b)
-    ptx::tma_load_3d(&p.tma_q, &s.q_full, s.q + b * Traits::kBlockM * 64, b * 64, row, t.head, ptx::kEvictFirst);
+    ptx::tma_load_3d(&p.tma_q, &s.q_full[q.buffer], q_tile + b * Traits::kBlockM * 64, b * 64, row, t.head,
+                     ptx::kEvictFirst);
 }
 
 // Issues the TMA loads of one K or V tile (kind = s.k / s.v ring with its map and barrier).

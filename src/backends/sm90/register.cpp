@@ -1,8 +1,11 @@
 // register_sm90_kernels: the sm90 prefill kernels compiled in kernels/*.cu. Masking and the
 // soft cap are runtime inside each kernel (full tiles skip the mask arithmetic either way),
 // so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
-// storage. Decode is not registered: the sm80 backend's decode kernel serves it.
+// storage, except that keys without a mask on contiguous K/V get the wide-tile kernel where
+// the head dim has one (tile_config.h use_wide_tiles, the rule plan_sm90 follows too).
+// Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/tile_config.h"
 #include "dispatch/registry.h"
 
 namespace flashband::dispatch {
@@ -14,25 +17,29 @@ struct Compiled {
   int head_dim;
   core::KVStorage storage;
   LaunchFn launch;
+  LaunchFn launch_wide;  // nullptr where use_wide_tiles is never true
 };
 
 constexpr core::KVStorage kContiguous = core::KVStorage::kContiguous;
 constexpr core::KVStorage kPaged = core::KVStorage::kPaged;
 
-// The kernel list: one row per kernels/*.cu file.
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false>
+constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide>;
+
+// The kernel list: one row per kernels/*.cu file, plus its *_wide.cu file where it has one.
 const Compiled kCompiled[] = {
-    {DType::kF16, 64, kContiguous, sm90::launch_prefill<DType::kF16, 64, false>},
-    {DType::kF16, 64, kPaged, sm90::launch_prefill<DType::kF16, 64, true>},
-    {DType::kF16, 128, kContiguous, sm90::launch_prefill<DType::kF16, 128, false>},
-    {DType::kF16, 128, kPaged, sm90::launch_prefill<DType::kF16, 128, true>},
-    {DType::kF16, 256, kContiguous, sm90::launch_prefill<DType::kF16, 256, false>},
-    {DType::kF16, 256, kPaged, sm90::launch_prefill<DType::kF16, 256, true>},
-    {DType::kBF16, 64, kContiguous, sm90::launch_prefill<DType::kBF16, 64, false>},
-    {DType::kBF16, 64, kPaged, sm90::launch_prefill<DType::kBF16, 64, true>},
-    {DType::kBF16, 128, kContiguous, sm90::launch_prefill<DType::kBF16, 128, false>},
-    {DType::kBF16, 128, kPaged, sm90::launch_prefill<DType::kBF16, 128, true>},
-    {DType::kBF16, 256, kContiguous, sm90::launch_prefill<DType::kBF16, 256, false>},
-    {DType::kBF16, 256, kPaged, sm90::launch_prefill<DType::kBF16, 256, true>},
+    {DType::kF16, 64, kContiguous, kLaunch<DType::kF16, 64, false>, kLaunch<DType::kF16, 64, false, true>},
+    {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, nullptr},
+    {DType::kF16, 128, kContiguous, kLaunch<DType::kF16, 128, false>, kLaunch<DType::kF16, 128, false, true>},
+    {DType::kF16, 128, kPaged, kLaunch<DType::kF16, 128, true>, nullptr},
+    {DType::kF16, 256, kContiguous, kLaunch<DType::kF16, 256, false>, nullptr},
+    {DType::kF16, 256, kPaged, kLaunch<DType::kF16, 256, true>, nullptr},
+    {DType::kBF16, 64, kContiguous, kLaunch<DType::kBF16, 64, false>, kLaunch<DType::kBF16, 64, false, true>},
+    {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, nullptr},
+    {DType::kBF16, 128, kContiguous, kLaunch<DType::kBF16, 128, false>, kLaunch<DType::kBF16, 128, false, true>},
+    {DType::kBF16, 128, kPaged, kLaunch<DType::kBF16, 128, true>, nullptr},
+    {DType::kBF16, 256, kContiguous, kLaunch<DType::kBF16, 256, false>, nullptr},
+    {DType::kBF16, 256, kPaged, kLaunch<DType::kBF16, 256, true>, nullptr},
 };
 
 }  // namespace
@@ -49,7 +56,10 @@ void register_sm90_kernels(Registry& r) {
         key.head_dim = c.head_dim;
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
-        r.add(key, c.launch);
+        const bool wide = sm90::use_wide_tiles(c.head_dim, needs_mask, c.storage == kPaged);
+        // A missing wide kernel leaves the narrow one, which refuses the plan's wider tiles
+        // (make_kernel_params checks the tile width).
+        r.add(key, wide && c.launch_wide ? c.launch_wide : c.launch);
       }
     }
   }

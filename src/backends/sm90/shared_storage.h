@@ -1,9 +1,10 @@
 // Shared memory of one CTA: the Q tile, a ring of K and V stages, and the mbarriers that
 // hand tiles between the producer warpgroup and the consumer warpgroups.
 //
-//   q_full      producer -> consumers: Q of the current work unit has landed
-//   q_empty     consumers -> producer: every consumer warp has issued its last QK^T of the
-//               unit, so the next unit's Q may overwrite the buffer
+//   q_full[b]   producer -> consumers: Q of a work unit has landed in buffer b (units take
+//               the kQStages buffers in turn)
+//   q_empty[b]  consumers -> producer: every consumer warp has issued its last QK^T of the
+//               unit in buffer b, so a later unit's Q may overwrite it
 //   k_full[s]   producer -> consumers: stage s of K has landed (TMA bytes, or cp.async
 //               arrivals of all 128 producer threads)
 //   k_empty[s]  consumers -> producer: every consumer warp is done reading stage s of K
@@ -19,11 +20,11 @@ struct SharedStorage {
   using Element = typename Traits::Element;
   // 1024-byte alignment: the 128-byte swizzle pattern repeats every 8 rows of 128 bytes and
   // is computed from address bits, so every tile must start on such a boundary.
-  alignas(1024) Element q[Traits::kQElems];
+  alignas(1024) Element q[Traits::kQStages * Traits::kQElems];
   alignas(1024) Element k[Traits::kStages * Traits::kTileElems];
   alignas(1024) Element v[Traits::kStages * Traits::kTileElems];
-  alignas(8) uint64_t q_full;
-  uint64_t q_empty;
+  alignas(8) uint64_t q_full[Traits::kQStages];
+  uint64_t q_empty[Traits::kQStages];
   uint64_t k_full[Traits::kStages];
   uint64_t k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages];
@@ -37,7 +38,9 @@ struct SharedStorage {
 // Dynamic shared memory requested at launch: the storage plus slack to align its start.
 template <class Traits>
 constexpr int shared_storage_bytes() {
-  return static_cast<int>(sizeof(SharedStorage<Traits>)) + 1024;
+  constexpr int bytes = static_cast<int>(sizeof(SharedStorage<Traits>)) + 1024;
+  static_assert(bytes <= 227 * 1024, "more shared memory than one Hopper CTA may have");
+  return bytes;
 }
 
 }  // namespace flashband::sm90

@@ -31,14 +31,15 @@ struct PlanState {
   int64_t total_kv_tokens = 0;      // contiguous K/V rows addressable through TMA
   int num_sms = 0;
   int num_splits = 1;
+  int block_n = 0;                  // KV tile width the work list was built for (tile_config.h)
   float* partial_o = nullptr;       // split-KV states in the workspace
   float* partial_lse = nullptr;
   std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)
 };
 
-// Registry launch functions, one per compiled kernel (dtype x head dim x storage); each is
-// explicitly instantiated in one kernels/*.cu file.
-template <DType kDType, int kHeadDim, bool kPaged>
+// Registry launch functions, one per compiled kernel (dtype x head dim x storage x tile
+// variant, tile_config.h); each is explicitly instantiated in one kernels/*.cu file.
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false>
 void launch_prefill(const core::AttentionParams& params);
 
 }  // namespace flashband::sm90

@@ -48,24 +48,42 @@ struct RowSoftmax {
   template <class TensorS>
   __device__ __forceinline__ void update(TensorS& s, float scale_log2, float (&correction)[kRows]) {
     static_assert(decltype(cute::size<0>(s))::value == kRows);
+    constexpr int kCols = decltype(cute::size<1>(s))::value;
+    static_assert(kCols >= 4);
+    // Max and sum as kLanes independent chains per row (then a short tree): one sequential
+    // chain of kCols dependent FMNMX / FADD is latency-bound and sits on the critical path
+    // between the Q K^T wait and the exponentials.
+    constexpr int kLanes = kCols % 4 == 0 ? 4 : (kCols % 2 == 0 ? 2 : 1);
+    float m_part[kRows][kLanes];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) m_part[r][l] = s(r, l);
+#pragma unroll
+      for (int c = kLanes; c < kCols; ++c) m_part[r][c % kLanes] = fmaxf(m_part[r][c % kLanes], s(r, c));
+    }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float m = row_max[r];
 #pragma unroll
-      for (int c = 0; c < cute::size<1>(s); ++c) m = fmaxf(m, s(r, c));
+      for (int l = 0; l < kLanes; ++l) m = fmaxf(m, m_part[r][l]);
       m = quad_max(m);
       // Previous max -inf (nothing seen yet): exp2(-inf) = 0, and the accumulator is 0 anyway.
       correction[r] = m == row_max[r] ? 1.0f : ptx::ex2((row_max[r] - m) * scale_log2);
       row_max[r] = m;
       const float m_scaled = m == core::neg_inf() ? 0.0f : m * scale_log2;
-      float sum = 0.0f;
+      float sum[kLanes];
 #pragma unroll
-      for (int c = 0; c < cute::size<1>(s); ++c) {
+      for (int l = 0; l < kLanes; ++l) sum[l] = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
         const float p = ptx::ex2(fmaf(s(r, c), scale_log2, -m_scaled));
         s(r, c) = p;
-        sum += p;
+        sum[c % kLanes] += p;
       }
-      row_sum[r] = row_sum[r] * correction[r] + sum;
+#pragma unroll
+      for (int l = 1; l < kLanes; ++l) sum[0] += sum[l];
+      row_sum[r] = row_sum[r] * correction[r] + sum[0];
     }
   }
 

@@ -11,6 +11,11 @@
 //   "extended shapes" switch (multiples of 64 here) are used, to keep compile time down.
 // - kStages: as many K+V stages as shared memory holds next to Q (kBlockM x D):
 //   D=64: 16 KB + 3 x 32 KB; D=128: 32 KB + 2 x 64 KB; D=256: 64 KB + 2 x 64 KB.
+// - kQStages: Q buffers. With two, the next work unit's Q loads while the current unit runs
+//   (one buffer is free from the current unit's start), so no unit waits on its Q load; that
+//   wait is a fixed cost per unit, large next to short units (S = 512: 4 KV steps). Where two
+//   do not fit (D = 256; D = 128 wide, 32 KB + 2 x 88 KB) one buffer is loaded once the
+//   previous unit's last Q K^T has been issued.
 // - kOverlap: each consumer issues QK^T of tile n before the softmax of tile n+1 finishes
 //   its PV, so the tensor cores work while the warpgroup does exponentials (costs a second S
 //   accumulator's worth of registers: P stays live across the QK^T). false selects the
@@ -23,35 +28,79 @@
 
 namespace flashband::sm90 {
 
-template <int kHeadDim>
+// kWide: the tile for problems without a causal / window mask on contiguous K/V (registry
+// key needs_mask = false): a wider KV tile, since partial tiles occur only at kv_len's end.
+// Wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
+// more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
+// operand less often per FLOP. Under a causal mask the diagonal tiles' waste grows with N, and
+// the paged producer gathers one row per thread (N <= 128), so those keep kWide = false.
+// N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
+// CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
+template <int kHeadDim, bool kWide = false>
 struct TileConfig;
 
 template <>
-struct TileConfig<64> {
-  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3;
+struct TileConfig<64, false> {
+  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3, kQStages = 2;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
-struct TileConfig<128> {
-  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2;
+struct TileConfig<128, false> {
+  static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kQStages = 2;
   static constexpr bool kOverlap = true, kPingPong = true;
 };
 template <>
-struct TileConfig<256> {
-  static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2;
+struct TileConfig<256, false> {
+  static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2, kQStages = 1;
   static constexpr bool kOverlap = true, kPingPong = false;
 };
+// Wide: D=64 S 96 + P 48 + O 32 regs, 16 KB + 3 x 48 KB smem; D=128 S 88 + P 44 + O 64 regs,
+// 32 KB + 2 x 88 KB.
+template <>
+struct TileConfig<64, true> {
+  static constexpr int kBlockM = 128, kBlockN = 192, kStages = 3, kQStages = 2;
+  static constexpr bool kOverlap = true, kPingPong = true;
+};
+template <>
+struct TileConfig<128, true> {
+  static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
+  static constexpr bool kOverlap = true, kPingPong = true;
+};
+template <>
+struct TileConfig<256, true> : TileConfig<256, false> {};
+
+// Host code sizes workspaces from kBlockM alone: every variant must agree on it.
+static_assert(TileConfig<64, true>::kBlockM == TileConfig<64, false>::kBlockM &&
+              TileConfig<128, true>::kBlockM == TileConfig<128, false>::kBlockM &&
+              TileConfig<256, true>::kBlockM == TileConfig<256, false>::kBlockM);
+
+// The one rule that picks the variant: register.cpp registers the wide kernel under exactly
+// these keys, and the planner builds its work list with the same tile.
+// A head dim whose wide tile equals the narrow one has no wide kernel.
+template <int kHeadDim>
+constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHeadDim, false>::kBlockN;
+
+FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
+  const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
+                        : head_dim == 256 ? kHasWide<256> : false;
+  return has_wide && !needs_mask && !paged;
+}
 
 struct TileShape {
   int block_m = 0;
   int block_n = 0;
 };
 
-// The tile shape for a runtime head dim; {0, 0} when the head dim is not compiled.
-FB_HD constexpr TileShape tile_shape(int head_dim) {
-  return head_dim == 64    ? TileShape{TileConfig<64>::kBlockM, TileConfig<64>::kBlockN}
-         : head_dim == 128 ? TileShape{TileConfig<128>::kBlockM, TileConfig<128>::kBlockN}
-         : head_dim == 256 ? TileShape{TileConfig<256>::kBlockM, TileConfig<256>::kBlockN}
+template <int kHeadDim, bool kWide>
+FB_HD constexpr TileShape tile_shape_of() {
+  return {TileConfig<kHeadDim, kWide>::kBlockM, TileConfig<kHeadDim, kWide>::kBlockN};
+}
+
+// The tile shape for a runtime head dim and variant; {0, 0} when the head dim is not compiled.
+FB_HD constexpr TileShape tile_shape(int head_dim, bool wide = false) {
+  return head_dim == 64    ? (wide ? tile_shape_of<64, true>() : tile_shape_of<64, false>())
+         : head_dim == 128 ? (wide ? tile_shape_of<128, true>() : tile_shape_of<128, false>())
+         : head_dim == 256 ? (wide ? tile_shape_of<256, true>() : tile_shape_of<256, false>())
                            : TileShape{0, 0};
 }
 
