@@ -198,19 +198,18 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
       Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
       if (p.paged_tma_rows > 0 && (n + 1) * kBlockN <= t.item.kv_len) {
-        if (tid == 0) {
-          ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
-          for (int r = 0; r < kBlockN; r += p.paged_tma_rows) {
-            const int page = s.kv_pages[b][r];
-            const int slot = (n * kBlockN + r) & (p.page_size - 1);
-#pragma unroll
-            for (int c = 0; c < Traits::kHeadDim / 64; ++c)
-              ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64, slot,
-                               kv_head, page, ptx::kEvictLast);
-          }
-        } else {
-          ptx::mbar_arrive(full);
+        // One box per thread (16 at most: 8 pages x 2 column blocks at D = 128), so the
+        // boxes go out together rather than one after another from one thread. Thread 0's
+        // arrival carries the tile's byte count; the others' copies may land before it,
+        // which the barrier's transaction count allows (it may go negative until then).
+        constexpr int kColBlocks = Traits::kHeadDim / 64;
+        if (tid == 0) ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+        if (tid < (kBlockN / p.paged_tma_rows) * kColBlocks) {
+          const int r = (tid / kColBlocks) * p.paged_tma_rows, c = tid % kColBlocks;
+          ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
+                           (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][r], ptx::kEvictLast);
         }
+        if (tid != 0) ptx::mbar_arrive(full);
       } else {
         const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
                                      : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
