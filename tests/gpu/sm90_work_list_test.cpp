@@ -111,7 +111,11 @@ TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {
     }
   }
   EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false)).block_n, 176);
-  EXPECT_EQ(tile_shape(64, use_wide_tiles(64, false, false)).block_n, 192);
+  // D=64 and D=256 have no wide kernel (measured slower, and no room): unmasked problems
+  // keep the narrow tile there.
+  EXPECT_FALSE(use_wide_tiles(64, false, false));
+  EXPECT_FALSE(use_wide_tiles(256, false, false));
+  EXPECT_EQ(tile_shape(64, false).block_n, 128);
 }
 
 TEST(Sm90WorkList, SplitPiecesPartitionTheSpan) {
