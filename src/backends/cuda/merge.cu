@@ -217,6 +217,31 @@ void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int 
                                            " (supported: float32 into any of float16/bfloat16/float32, or the same dtype)");
 }
 
+void merge_split_partials(const core::AttentionParams& p, const float* partial_o, const float* partial_lse,
+                          int num_splits) {
+  const int64_t S = num_splits, H = p.num_qo_heads, D = p.head_dim;
+  StateSet in;
+  in.v = partial_o;
+  in.dtype = DType::kF32;
+  in.v_stride_n = S * H * D;
+  in.v_stride_s = H * D;
+  in.v_stride_h = D;
+  in.s = partial_lse;
+  in.s_stride_n = S * H;
+  in.s_stride_s = H;
+  in.s_stride_h = 1;
+  in.num_states = num_splits;
+  MergeTarget out;
+  out.v = p.o;
+  out.dtype = p.dtype;
+  out.v_stride_n = p.o_stride_n;
+  out.v_stride_h = p.o_stride_h;
+  out.s = p.lse;
+  out.s_stride_n = p.lse_stride_n;
+  out.s_stride_h = p.lse_stride_h;
+  launch_merge(in, nullptr, p.total_qo_tokens, p.num_qo_heads, p.head_dim, out, p.stream);
+}
+
 void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
                  const TensorView& v_out, const TensorView& s_out, void* stream) {
   const StateSet a = state_set(v_a, s_a, false), b = state_set(v_b, s_b, false);

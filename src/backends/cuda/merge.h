@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/params.h"
 #include "flashband/tensor.h"
 
 namespace flashband::cuda {
@@ -34,6 +35,11 @@ struct MergeTarget {
 // synchronises or allocates; throws Error(kCudaError) if the launch fails.
 void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int num_heads, int head_dim,
                   const MergeTarget& out, void* stream);
+
+// Split-KV: the partial states every GPU backend writes, o [tokens, num_splits, Hq, D] and
+// lse [tokens, num_splits, Hq] (float32, base 2, dense), folded into the problem's O and LSE.
+void merge_split_partials(const core::AttentionParams& p, const float* partial_o, const float* partial_lse,
+                          int num_splits);
 
 // The public functions' CUDA side; src/api/merge.cpp has validated shapes, dtypes and
 // placement. v [n, H, D], s [n, H] for merge_state; v [n, S, H, D], s [n, S, H] for

@@ -17,29 +17,12 @@
 
 namespace flashband::sm80 {
 
-// Split-KV partials (epilogue.h) -> the problem's O and LSE.
+// Split-KV partials (epilogue.h: floats at the start of the scratch, O then LSE) -> the
+// problem's O and LSE.
 inline void merge_splits(const core::AttentionParams& p) {
-  const int64_t S = p.num_kv_splits, H = p.num_qo_heads, D = p.head_dim;
-  cuda::StateSet in;
-  in.v = p.scratch;
-  in.dtype = DType::kF32;
-  in.v_stride_n = S * H * D;
-  in.v_stride_s = H * D;
-  in.v_stride_h = D;
-  in.s = static_cast<const float*>(p.scratch) + p.total_qo_tokens * S * H * D;
-  in.s_stride_n = S * H;
-  in.s_stride_s = H;
-  in.s_stride_h = 1;
-  in.num_states = static_cast<int>(S);
-  cuda::MergeTarget out;
-  out.v = p.o;
-  out.dtype = p.dtype;
-  out.v_stride_n = p.o_stride_n;
-  out.v_stride_h = p.o_stride_h;
-  out.s = p.lse;
-  out.s_stride_n = p.lse_stride_n;
-  out.s_stride_h = p.lse_stride_h;
-  cuda::launch_merge(in, nullptr, p.total_qo_tokens, p.num_qo_heads, p.head_dim, out, p.stream);
+  const float* partial_o = static_cast<const float*>(p.scratch);
+  const int64_t o_floats = p.total_qo_tokens * p.num_kv_splits * p.num_qo_heads * p.head_dim;
+  cuda::merge_split_partials(p, partial_o, partial_o + o_floats, p.num_kv_splits);
 }
 
 // cp.async and the output stores move 16-byte chunks: every row of Q, K, V and O must start

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <string>
 
-#include "backends/cuda/merge.h"
 #include "backends/sm90/tensor_map.h"
 #include "backends/sm90/tile_config.h"
 #include "core/mask.h"
@@ -123,30 +122,6 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   p.partial_o = st.partial_o;
   p.partial_lse = st.partial_lse;
   return p;
-}
-
-void merge_splits(const core::AttentionParams& a, const PlanState& st) {
-  const int64_t H = a.num_qo_heads, D = a.head_dim, S = st.num_splits;
-  cuda::StateSet in;
-  in.v = st.partial_o;
-  in.dtype = DType::kF32;
-  in.v_stride_n = S * H * D;
-  in.v_stride_s = H * D;
-  in.v_stride_h = D;
-  in.s = st.partial_lse;
-  in.s_stride_n = S * H;
-  in.s_stride_s = H;
-  in.s_stride_h = 1;
-  in.num_states = st.num_splits;
-  cuda::MergeTarget out;
-  out.v = a.o;
-  out.dtype = a.dtype;
-  out.v_stride_n = a.o_stride_n;
-  out.v_stride_h = a.o_stride_h;
-  out.s = a.lse;
-  out.s_stride_n = a.lse_stride_n;
-  out.s_stride_h = a.lse_stride_h;
-  cuda::launch_merge(in, nullptr, a.total_qo_tokens, a.num_qo_heads, a.head_dim, out, a.stream);
 }
 
 }  // namespace flashband::sm90

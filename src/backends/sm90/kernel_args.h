@@ -20,7 +20,4 @@ const PlanState& plan_state(const core::AttentionParams& a);
 // Fills everything the kernel reads. num_units == 0 means there is nothing to launch.
 KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState& st, const LaunchShape& shape);
 
-// After a split run: folds the partial states of every (token, head) into O and LSE.
-void merge_splits(const core::AttentionParams& a, const PlanState& st);
-
 }  // namespace flashband::sm90

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/merge.h"
 #include "backends/cuda/smem_limit.h"
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/prefill_kernel.cuh"
@@ -34,7 +35,7 @@ void launch_prefill(const core::AttentionParams& a) {
   const int grid = std::max(1, std::min(p.num_units, st.num_sms));
   kernel<<<grid, Traits::kThreads, kSmem, static_cast<cudaStream_t>(a.stream)>>>(p);
   FB_CUDA_CHECK_LAUNCH("sm90 prefill kernel");
-  if (st.num_splits > 1) merge_splits(a, st);
+  if (st.num_splits > 1) cuda::merge_split_partials(a, st.partial_o, st.partial_lse, st.num_splits);
 }
 
 }  // namespace flashband::sm90
