@@ -1,9 +1,10 @@
 // The producer warpgroup: loads Q once per work unit and streams the unit's K/V tiles, last
 // tile first, into the shared-memory ring. Two flavours:
 // - produce_tma: contiguous K/V; one thread issues TMA box loads (64 columns each).
-// - produce_paged: paged K/V; all 128 threads gather rows through the page table with
-//   16-byte cp.async (any page size), zero-filling rows at and past kv_len, and signal
-//   completion with cp.async.mbarrier.arrive. Q still uses TMA.
+// - produce_paged: paged K/V; all 128 threads resolve rows through the page table, then
+//   either issue one TMA box per page (full tiles, power-of-two pages >= kMinTmaPageSize)
+//   or gather rows with 16-byte cp.async (any page size, zero-filling rows at and past
+//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA.
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
@@ -193,7 +194,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     ++q_round;
     const int kv_head = t.head / p.group_size;
     // Tile n from table b into a stage: TMA boxes per page when the tile is full and pages
-    // are large (thread 0 issues, the others just arrive), else the cp.async gather.
+    // are large, else the cp.async gather.
     auto load_tile = [&](int b, int n, bool v_side, int stage) {
       uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
       Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
