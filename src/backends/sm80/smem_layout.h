@@ -17,6 +17,14 @@ struct SwizzledRows {
   __device__ __forceinline__ static uint32_t offset(int row, int chunk) {
     return static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
   }
+
+  // offset(row, 2 * step + h) for h in {0, 1}, from off0 = offset(row, h): the chunk is
+  // (2 step) ^ h, so its swizzled index is (2 step) ^ (h ^ (row & 7)), and the XOR with
+  // step << 5 stays below kRowBytes, clear of the row part. One LOP3 per use instead of a
+  // register per step held through the loop.
+  __device__ __forceinline__ static uint32_t step_offset(uint32_t off0, int step) {
+    return off0 ^ static_cast<uint32_t>(step << 5);
+  }
 };
 
 }  // namespace flashband::sm80

@@ -49,24 +49,28 @@ __device__ __forceinline__ void warp_qk(float (&s)[WarpShape<Cfg>::kRowBlocks][W
   for (int b = 0; b < W::kRowBlocks; ++b)
 #pragma unroll
     for (int n = 0; n < W::kSTiles; ++n) s[b][n][0] = s[b][n][1] = s[b][n][2] = s[b][n][3] = 0.0f;
-  const int key = key0 + (lane & 7) + ((lane >> 4) << 3);
-  const int khalf = (lane >> 3) & 1;
+  // This lane's row addresses at k-step 0; k-step ks is an XOR away (step_offset), and
+  // row block b / key block np are constant offsets.
+  const uint32_t q_off0 = Rows::offset(q_row0 + (lane & 15), lane >> 4);
+  const uint32_t k_off0 = Rows::offset(key0 + (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
 #pragma unroll
   for (int ks = 0; ks < W::kKSteps; ++ks) {
     uint32_t a[W::kRowBlocks][4];
+    if constexpr (Cfg::kQInRegs) {
 #pragma unroll
-    for (int b = 0; b < W::kRowBlocks; ++b) {
-      if constexpr (Cfg::kQInRegs) {
+      for (int b = 0; b < W::kRowBlocks; ++b)
 #pragma unroll
         for (int i = 0; i < 4; ++i) a[b][i] = qf[b][ks][i];
-      } else {
-        load_q_frag<Cfg>(a[b], sq, q_row0 + 16 * b, ks, lane);
-      }
+    } else {
+      const uint32_t qa = sq + Rows::step_offset(q_off0, ks);
+#pragma unroll
+      for (int b = 0; b < W::kRowBlocks; ++b) ldmatrix_x4(a[b], qa + static_cast<uint32_t>(b * 16 * Rows::kRowBytes));
     }
+    const uint32_t ka = sk + Rows::step_offset(k_off0, ks);
 #pragma unroll
     for (int np = 0; np < W::kSTiles / 2; ++np) {
       uint32_t k[4];
-      ldmatrix_x4(k, sk + Rows::offset(key + np * 16, ks * 2 + khalf));
+      ldmatrix_x4(k, ka + static_cast<uint32_t>(np * 16 * Rows::kRowBytes));
 #pragma unroll
       for (int b = 0; b < W::kRowBlocks; ++b) {
         mma_16816<T>(s[b][2 * np], a[b], k[0], k[1]);
@@ -97,12 +101,11 @@ __device__ __forceinline__ void warp_pv(float (&o)[WarpShape<Cfg>::kRowBlocks][W
       a[b][kk][2] = cuda::pack2<T>(p[b][2 * kk + 1][0], p[b][2 * kk + 1][1]);
       a[b][kk][3] = cuda::pack2<T>(p[b][2 * kk + 1][2], p[b][2 * kk + 1][3]);
     }
-  const int key = key0 + (lane & 7) + (((lane >> 3) & 1) << 3);
-  const int dhalf = lane >> 4;
+  const uint32_t v_off0 = Rows::offset(key0 + (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
 #pragma unroll
   for (int dp = 0; dp < W::kOTiles / 2; ++dp) {
     // Rows key + 16 kk share key's swizzle (16 is a multiple of 8).
-    const uint32_t slice = sv + Rows::offset(key, dp * 2 + dhalf);
+    const uint32_t slice = sv + Rows::step_offset(v_off0, dp);
 #pragma unroll
     for (int kk = 0; kk < kKK; ++kk) {
       uint32_t v[4];
