@@ -149,39 +149,72 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     if (slab == 1) ptx::named_arrive(kPingPongBarrier, 256);  // warpgroup 0 goes first
   }
 
-  for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
-    const Unit t = load_unit<kBlockM, kBlockN>(p, u);
+  // A unit's geometry: its mask and the rows of this warpgroup's slab.
+  struct Geometry {
+    core::MaskSpec spec;
+    int tile_row0, slab_begin, slab_end;  // rows past qo_len (slab_end) are never written
+  };
+  auto geometry = [&](const WorkItem& it) {
+    Geometry g;
+    g.spec = Traits::kKVLenMaskOnly ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
+                                    : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};
+    g.tile_row0 = it.m_block * kBlockM;
+    g.slab_begin = g.tile_row0 + slab * 64;
+    g.slab_end = min(g.slab_begin + 64, it.qo_len);
+    return g;
+  };
+
+  // Unit fusion (Traits::kFuseUnits): when the next unit is not empty, the last step of a
+  // unit issues its last P V and the next unit's first Q K^T as one ping-pong turn, stores O
+  // while that Q K^T runs, and the next unit starts "primed": its first S tile is already
+  // in tSrS, O and the softmax state are reset. Both warpgroups see the same units, so both
+  // fuse at the same boundaries and take the same ping-pong turns.
+  bool primed = false;
+  RingPosition<Traits::kStages> v_ring;  // the V stage of the P in rP
+  int round = 0, u = unit_of_round(0);
+  Unit t;
+  if (u < p.num_units) t = load_unit<kBlockM, kBlockN>(p, u);
+  while (u < p.num_units) {
     const WorkItem& it = t.item;
-    const core::MaskSpec spec = Traits::kKVLenMaskOnly ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
-                                                       : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};
-    const int tile_row0 = it.m_block * kBlockM;
-    const int slab_begin = tile_row0 + slab * 64;
-    const int slab_end = min(slab_begin + 64, it.qo_len);  // rows past qo_len are never written
+    const Geometry g = geometry(it);
     auto classify = [&](int n) {
-      return core::classify_tile(spec, slab_begin, slab_end, n * kBlockN, (n + 1) * kBlockN);
+      return core::classify_tile(g.spec, g.slab_begin, g.slab_end, n * kBlockN, (n + 1) * kBlockN);
     };
-    clear(tOrO);
-    softmax.reset();
+    const int u_next = unit_of_round(round + 1);
+    const bool has_next = u_next < p.num_units;
+    if (tid == 0) prefetch_unit(p, u_next);  // read at this unit's end
+    Unit next{};  // the next unit, once loaded (next_loaded)
+    bool next_loaded = false;
+    bool fuse = false;  // this unit's last step also starts the next one
+    if (!primed) {
+      clear(tOrO);
+      softmax.reset();
+    }
 
     if (!t.empty()) {
-      const QSlot<Traits> q(q_round);
-      q_buffer = q.buffer;
-      ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
       if constexpr (Traits::kOverlap) {
         // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
         // pipeline and the ping-pong need both warpgroups to take the same steps.
-        float correction[kRows];
         int n = it.n_end - 1;
-        wait_full(&s.k_full[ring.stage], ring.phase);
-        issue_qk(ring.stage);
-        warpgroup_wait<0>();
-        if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
-        warp_release(&s.k_empty[ring.stage]);
-        score(spec, classify(n), tile_row0, n * kBlockN, correction);  // O is 0: no rescale
-        convert_p();
-        RingPosition<Traits::kStages> v_ring = ring;  // where P's V tile is
-        ring.advance();
+        if (!primed) {
+          const QSlot<Traits> q(q_round);
+          q_buffer = q.buffer;
+          ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
+          wait_full(&s.k_full[ring.stage], ring.phase);
+          issue_qk(ring.stage);
+          warpgroup_wait<0>();
+        }
+        {  // S of tile n_end - 1 is complete (issued above or by the previous unit's last step)
+          float correction[kRows];
+          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
+          warp_release(&s.k_empty[ring.stage]);
+          score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);  // O is 0: no rescale
+          convert_p();
+          v_ring = ring;  // where P's V tile is
+          ring.advance();
+        }
         for (--n; n >= it.n_begin; --n) {
+          float correction[kRows];
           if constexpr (kPaged) {
             // Both waits and one proxy fence before the GEMMs, so that nothing sits between
             // the two wgmma issues.
@@ -198,7 +231,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
           if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
           warp_release(&s.k_empty[ring.stage]);
-          score(spec, classify(n), tile_row0, n * kBlockN, correction);
+          score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
           warpgroup_wait<0>();  // PV(n+1) done: O and P are free
           warpgroup_fence_operand(tOrO);
           warpgroup_fence_operand(rP);
@@ -208,11 +241,45 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           v_ring = ring;
           ring.advance();
         }
-        wait_full(&s.v_full[v_ring.stage], v_ring.phase);
-        issue_pv(v_ring.stage);
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(tOrO);
-        warp_release(&s.v_empty[v_ring.stage]);
+        if constexpr (Traits::kFuseUnits) {
+          if (has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
+          next_loaded = true;
+          fuse = has_next && !next.empty();
+        }
+        if (fuse) {
+          // PV(n_begin) of this unit and QK^T(first tile) of the next, one ping-pong turn.
+          // The next unit's Q is in the other buffer (kQStages = 2), requested by the producer
+          // once it issued this unit's last V, and its first K is the next ring stage.
+          const QSlot<Traits> qn(q_round + 1);
+          ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+          ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);
+          wait_full(&s.k_full[ring.stage], ring.phase);  // one proxy fence covers V and K
+          pingpong_wait<Traits::kPingPong>(slab);
+          issue_pv(v_ring.stage);
+          q_buffer = qn.buffer;
+          issue_qk(ring.stage);
+          pingpong_pass<Traits::kPingPong>(slab);
+          warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
+          warpgroup_fence_operand(tOrO);
+          warp_release(&s.v_empty[v_ring.stage]);
+          store_rows<Element>(p, t, g.tile_row0, O, cO, softmax, kHeadDim);
+          // The next unit starts from O = 0 and an empty softmax, with its first S tile.
+          // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
+          // a path that could leave here with the QK^T in flight makes it insert waits
+          // (C7517) or serialize every wgmma of the kernel (C7515). For the same reason O
+          // is cleared only after the wait (an ordinary write to a wgmma accumulator while
+          // any wgmma is in flight).
+          softmax.reset();
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(tSrS);
+          clear(tOrO);
+        } else {
+          wait_full(&s.v_full[v_ring.stage], v_ring.phase);
+          issue_pv(v_ring.stage);
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(tOrO);
+          warp_release(&s.v_empty[v_ring.stage]);
+        }
       } else {
         for (int n = it.n_end - 1; n >= it.n_begin; --n, ring.advance()) {
           const core::TileClass cls = classify(n);
@@ -226,7 +293,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           warp_release(&s.k_empty[ring.stage]);
           if (active) {
             float correction[kRows];
-            score(spec, cls, tile_row0, n * kBlockN, correction);
+            score(g.spec, cls, g.tile_row0, n * kBlockN, correction);
             softmax.rescale(O, correction);
             convert_p();
           }
@@ -241,7 +308,11 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
       }
       ++q_round;
     }
-    store_rows<Element>(p, t, tile_row0, O, cO, softmax, kHeadDim);
+    if (!fuse) store_rows<Element>(p, t, g.tile_row0, O, cO, softmax, kHeadDim);  // else stored above
+    primed = fuse;
+    u = u_next;
+    ++round;
+    if (has_next) t = next_loaded ? next : load_unit<kBlockM, kBlockN>(p, u);
   }
 }
 

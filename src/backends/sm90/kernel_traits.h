@@ -36,6 +36,7 @@ struct KernelTraits {
   static constexpr int kQStages = Config::kQStages;
   static constexpr bool kOverlap = Config::kOverlap;
   static constexpr bool kPingPong = Config::kPingPong;
+  static constexpr bool kFuseUnits = Config::kOverlap && Config::kFuseUnits;
   // The wide kernel serves only problems without a causal / window mask (registry key
   // needs_mask = false, which the registry enforces): its only partial tile is at kv_len's
   // end, and the mask state folds away at compile time, which the 176-wide S tile's

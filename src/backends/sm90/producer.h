@@ -75,6 +75,7 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
   uint32_t q_round = 0;
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
+    prefetch_unit(p, unit_of_round(round + 1));
     if (t.empty()) continue;
     load_q<Traits>(p, s, t, q_round++);
     const int kv_head = t.head / p.group_size;
@@ -189,6 +190,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   auto next = [](int b) { return b == 2 ? 0 : b + 1; };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
+    if (tid == 0) prefetch_unit(p, unit_of_round(round + 1));
     if (t.empty()) continue;
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     ++q_round;

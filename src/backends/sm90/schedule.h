@@ -40,4 +40,12 @@ __device__ __forceinline__ Unit load_unit(const KernelParams& p, int u) {
   return t;
 }
 
+// Brings unit u's work item into L1 ahead of its load_unit (a no-op for a single request,
+// whose items are derived, and past the last unit). The item is read once per unit by the
+// producer and the consumers, each time on the critical path of the unit's start.
+__device__ __forceinline__ void prefetch_unit(const KernelParams& p, int u) {
+  if (p.items != nullptr && u < p.num_units)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p.items + u / p.num_qo_heads));
+}
+
 }  // namespace flashband::sm90

@@ -23,6 +23,11 @@
 // - kPingPong: the two consumer warpgroups take turns issuing their GEMMs (named barriers),
 //   so one warpgroup's softmax runs under the other's GEMMs. It pays where softmax is a
 //   large share of the tile (D <= 128); at D = 256 the GEMMs dominate.
+// - kFuseUnits: at a unit boundary each consumer issues the last P V of the unit and the
+//   first Q K^T of the next one as one ping-pong step, and stores O while that Q K^T runs,
+//   so the boundary costs about one KV step instead of a drained pipeline (consumer.h).
+//   It needs the next unit's Q to have landed by then: with one Q buffer that Q is loaded
+//   only after the unit's last Q K^T, so the fused step would wait for it; off there.
 #pragma once
 #include "core/hd.h"
 
@@ -42,17 +47,17 @@ struct TileConfig;
 template <>
 struct TileConfig<64, false> {
   static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3, kQStages = 2;
-  static constexpr bool kOverlap = true, kPingPong = true;
+  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = true;
 };
 template <>
 struct TileConfig<128, false> {
   static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kQStages = 2;
-  static constexpr bool kOverlap = true, kPingPong = true;
+  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = true;
 };
 template <>
 struct TileConfig<256, false> {
   static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2, kQStages = 1;
-  static constexpr bool kOverlap = true, kPingPong = false;
+  static constexpr bool kOverlap = true, kPingPong = false, kFuseUnits = false;
 };
 // Wide: D=128 S 88 + P 44 + O 64 regs, 32 KB + 2 x 88 KB. D=64 has none: a 192-key tile
 // (S 96 + P 48 regs) measured slower than 128 on the H200 at every length (0.75-0.94 of
@@ -62,7 +67,7 @@ struct TileConfig<64, true> : TileConfig<64, false> {};
 template <>
 struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
-  static constexpr bool kOverlap = true, kPingPong = true;
+  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = false;
 };
 template <>
 struct TileConfig<256, true> : TileConfig<256, false> {};
