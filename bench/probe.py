@@ -1,7 +1,7 @@
 """Runs one benchmark case a few times with one flashband backend, for a profiler to attach to
 (Nsight Compute: profile the last launch). No timing, no report.
 
-  python bench/probe.py --backend sm90 --seq 16384 --page 16 [--causal] [--head-dim 128]
+  python bench/probe.py --backend sm90 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
 """
 import argparse
 import sys
@@ -21,10 +21,11 @@ def main():
     p.add_argument("--page", type=int, default=0, help="0: ragged")
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--causal", action="store_true")
+    p.add_argument("--window", type=int, default=-1, help="window_left (-1: none)")
     p.add_argument("--repeats", type=int, default=3)
     a = p.parse_args()
     h = HIDDEN // a.head_dim
-    case = Case("paged", "probe", TOKENS // a.seq, a.seq, a.seq, h, h, a.head_dim, a.causal, -1,
+    case = Case("paged", "probe", TOKENS // a.seq, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window,
                 a.page)
     fn, _, info = Flashband(a.backend).prepare(Inputs(case))
     for _ in range(a.repeats):
