@@ -121,22 +121,21 @@ __device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page
   return make_longlong2(page * p.k_stride_page + slot * p.k_stride_n, page * p.v_stride_page + slot * p.v_stride_n);
 }
 
-// Paged gathers give each row to 8 threads, one 16-byte chunk each per 64-column block, so
-// one warp instruction reads 4 rows x 128 contiguous bytes: whole L2 lines. (Two threads
-// per row, 16 rows x 32 bytes per instruction, touched 4x the lines per instruction; ncu
-// showed that gather at 72% of L2 throughput against 43% for TMA tiles.) A thread's copies
-// of a row differ only in constant offsets, one per column block: one shared load and one
-// address per row. Copy j of row `row` by thread `lane` of the row lands at
-// gather_dst(row, lane, j), which is swizzled_offset(row, 64 j + 8 lane) (checked below).
-constexpr int kGatherThreadsPerRow = 8;
-__host__ __device__ constexpr int gather_dst(int row, int lane, int j, int rows) {
-  return j * rows * 64 + row * 64 + ((lane ^ (row & 7)) << 3);
+// Paged gathers split each row between two threads taking alternate 16-byte chunks (thread
+// half h copies chunks h, h+2, h+4, ...), so one warp instruction reads 16 rows x 32
+// contiguous bytes, whole sectors, and a thread's copies of a row differ only in constant
+// offsets: one shared load and one address per row instead of one per copy (the per-copy
+// address arithmetic took half the SM's issue slots). Copy j of row `row` lands at
+// gather_dst(row, h, j), which is swizzled_offset(row, (h + 2j) * 8) (checked below).
+constexpr int kGatherThreadsPerRow = 2;
+__host__ __device__ constexpr int gather_dst(int row, int half, int j, int rows) {
+  return (j >> 2) * rows * 64 + row * 64 + (((half ^ (row & 7)) ^ ((j & 3) << 1)) << 3);
 }
 constexpr bool gather_dst_is_swizzled(int rows, int head_dim) {
   for (int row = 0; row < rows; ++row)
-    for (int lane = 0; lane < kGatherThreadsPerRow; ++lane)
-      for (int j = 0; j < head_dim / 64; ++j)
-        if (gather_dst(row, lane, j, rows) != swizzled_offset(row, 64 * j + 8 * lane, rows)) return false;
+    for (int half = 0; half < 2; ++half)
+      for (int j = 0; j < head_dim / 16; ++j)
+        if (gather_dst(row, half, j, rows) != swizzled_offset(row, (half + 2 * j) * 8, rows)) return false;
   return true;
 }
 static_assert(gather_dst_is_swizzled(128, 64) && gather_dst_is_swizzled(128, 128) && gather_dst_is_swizzled(64, 256));
@@ -149,11 +148,11 @@ template <class Traits>
 __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Traits::Element* base,
                                            typename Traits::Element* tile, int tid) {
   constexpr int kRowsPerPass = 128 / kGatherThreadsPerRow;
-  constexpr int kCopies = Traits::kHeadDim / 64;  // per row and thread: one per column block
+  constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kGatherThreadsPerRow;  // per row
   static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
-  const int lane = tid % kGatherThreadsPerRow;
+  const int half = tid % kGatherThreadsPerRow;
   const int row0 = tid / kGatherThreadsPerRow;
-  const typename Traits::Element* src0 = base + lane * Traits::kChunkCols;
+  const typename Traits::Element* src0 = base + half * Traits::kChunkCols;
 #pragma unroll
   for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
@@ -163,7 +162,8 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
     const uint32_t bytes = valid ? 16u : 0u;
 #pragma unroll
     for (int j = 0; j < kCopies; ++j)
-      ptx::cp_async_16_evict_last(tile + gather_dst(row, lane, j, Traits::kBlockN), src + j * 64, bytes);
+      ptx::cp_async_16_evict_last(tile + gather_dst(row, half, j, Traits::kBlockN),
+                                  src + j * kGatherThreadsPerRow * Traits::kChunkCols, bytes);
   }
 }
 
