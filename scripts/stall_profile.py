@@ -1,0 +1,55 @@
+"""Reads the SASS source pages that scripts/ncu_source.sh saved (CSV) and prints where the
+warps' stall samples fall: by opcode, and the instructions holding the most samples.
+
+  python3 scripts/stall_profile.py out/w16k_sass.csv [--top 25] [--around ADDR_INDEX]
+"""
+import argparse
+import collections
+import csv
+
+
+def load(path):
+    rows = list(csv.reader(open(path)))
+    header, data = rows[1], rows[2:]
+    col = {name: header.index(name) for name in
+           ("Source", "Warp Stall Sampling (All Samples)", "Instructions Executed")}
+    out = []
+    for r in data:
+        src = r[col["Source"]].strip()
+        samples = float(r[col["Warp Stall Sampling (All Samples)"]] or 0)
+        executed = r[col["Instructions Executed"]] or "0"
+        out.append((src, samples, int(float(executed.replace(",", "")))))
+    return out
+
+
+def opcode(src):
+    words = src.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("csv")
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--around", type=int, help="print the instructions around this index")
+    a = p.parse_args()
+    rows = load(a.csv)
+    total = sum(s for _, s, _ in rows) or 1.0
+    by_op = collections.Counter()
+    for src, s, _ in rows:
+        by_op[opcode(src)] += s
+    print(f"{len(rows)} instructions, {total:.0f} samples")
+    print("by opcode:", ", ".join(f"{op} {100 * s / total:.1f}%" for op, s in by_op.most_common(12)))
+    if a.around is not None:
+        picked = range(max(0, a.around - 30), min(len(rows), a.around + 30))
+    else:
+        picked = sorted(sorted(range(len(rows)), key=lambda i: -rows[i][1])[:a.top])
+    for i in picked:
+        src, s, ex = rows[i]
+        print(f"{i:6d} {100 * s / total:6.2f}%  executed {ex:>9d}  {src[:90]}")
+
+
+if __name__ == "__main__":
+    main()
