@@ -98,6 +98,11 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   Tensor tOrP = make_tensor(rP.data(), acc_as_operand_a(tSrS.layout()));  // ((2,2,2), 1, N/16)
 
   RowSoftmax<kRows> softmax;
+  typename RowSoftmax<kRows>::Final fin[kRows];  // the unit's row scales and LSEs
+  auto finish_rows = [&] {  // every lane: quad shuffles
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) fin[r] = softmax.finish(r, p.scale_log2);
+  };
   const int slab = tid / 128;  // which 64 rows of the query tile this warpgroup owns
   RingPosition<Traits::kStages> ring;
   uint32_t q_round = 0;
@@ -185,6 +190,12 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     if (tid == 0) prefetch_unit(p, u_next);  // read at this unit's end
     Unit next{};  // the next unit, once loaded (next_loaded)
     bool next_loaded = false;
+    if constexpr (Traits::kFuseUnits) {
+      // Fusion decides on the next unit before its last step: load it now, so the load's
+      // latency runs under this unit's steps instead of in front of that decision.
+      if (has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
+      next_loaded = true;
+    }
     bool fuse = false;  // this unit's last step also starts the next one
     if (!primed) {
       clear(tOrO);
@@ -241,11 +252,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           v_ring = ring;
           ring.advance();
         }
-        if constexpr (Traits::kFuseUnits) {
-          if (has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
-          next_loaded = true;
-          fuse = has_next && !next.empty();
-        }
+        if constexpr (Traits::kFuseUnits) fuse = has_next && !next.empty();
         if (fuse) {
           // PV(n_begin) of this unit and QK^T(first tile) of the next, one ping-pong turn.
           // The next unit's Q is in the other buffer (kQStages = 2), requested by the producer
@@ -259,10 +266,11 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
           q_buffer = qn.buffer;
           issue_qk(ring.stage);
           pingpong_pass<Traits::kPingPong>(slab);
+          finish_rows();  // under the GEMMs
           warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
           warpgroup_fence_operand(tOrO);
           warp_release(&s.v_empty[v_ring.stage]);
-          store_rows<Element>(p, t, g.tile_row0, O, cO, softmax, kHeadDim);
+          store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
           // The next unit starts from O = 0 and an empty softmax, with its first S tile.
           // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
           // a path that could leave here with the QK^T in flight makes it insert waits
@@ -276,6 +284,10 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         } else {
           wait_full(&s.v_full[v_ring.stage], v_ring.phase);
           issue_pv(v_ring.stage);
+          // Under the last P V: the row sums' shuffles and the next unit's load.
+          finish_rows();
+          if (!next_loaded && has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
+          next_loaded = true;
           warpgroup_wait<0>();
           warpgroup_fence_operand(tOrO);
           warp_release(&s.v_empty[v_ring.stage]);
@@ -308,7 +320,10 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
       }
       ++q_round;
     }
-    if (!fuse) store_rows<Element>(p, t, g.tile_row0, O, cO, softmax, kHeadDim);  // else stored above
+    if (!fuse) {  // else stored above
+      if (!(Traits::kOverlap && !t.empty())) finish_rows();  // the overlapped loop did it under its last P V
+      store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
+    }
     primed = fuse;
     u = u_next;
     ++round;

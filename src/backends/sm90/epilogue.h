@@ -26,15 +26,17 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
 }
 
 // o, c: (rows, cols) views of the output accumulator and of its (row, col) coordinates in
-// the query tile.
+// the query tile; fin: RowSoftmax::finish of each row, computed by the caller (its quad
+// shuffles can run while the last P V is still in flight).
 template <class Element, int kRows, class TensorO, class TensorC>
 __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t, int tile_row0, const TensorO& o,
-                                           const TensorC& c, const RowSoftmax<kRows>& softmax, int head_dim) {
+                                           const TensorC& c, const typename RowSoftmax<kRows>::Final (&fin)[kRows],
+                                           int head_dim) {
   const WorkItem& it = t.item;
   const bool quad_leader = (threadIdx.x % 4) == 0;
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    const auto f = softmax.finish(r, p.scale_log2);  // every lane: quad shuffles
+    const auto& f = fin[r];
     const int row = tile_row0 + cute::get<0>(c(r, 0));
     if (row >= it.qo_len) continue;
     const int64_t token = static_cast<int64_t>(it.qo_start) + row;
