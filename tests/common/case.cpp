@@ -1,6 +1,7 @@
 // run_case (case.h): build, run through the public API, judge against the fp64 oracle.
 #include "case.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,16 @@ std::string number_token(float x) {
 }
 
 std::string lens_token(const std::vector<int>& lens) {
+  // Long batches are named by count, sum and maximum, which keeps test names readable.
+  if (lens.size() > 8) {
+    long long sum = 0;
+    int max = 0;
+    for (int l : lens) {
+      sum += l;
+      max = std::max(max, l);
+    }
+    return std::to_string(lens.size()) + "req_sum" + std::to_string(sum) + "_max" + std::to_string(max);
+  }
   std::string s;
   for (std::size_t i = 0; i < lens.size(); ++i) s += (i ? "_" : "") + std::to_string(lens[i]);
   return s.empty() ? "none" : s;

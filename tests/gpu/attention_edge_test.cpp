@@ -35,6 +35,23 @@ Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk
   return c;
 }
 
+// A batch of n requests with query lengths 1..140 (one or two 128-row tiles), KV lengths
+// from 0 to qo + 119, every 11th request without keys and every 7th with fewer keys than
+// queries (causal rows that see nothing).
+struct ManyRequests {
+  std::vector<int> qo, kv;
+};
+ManyRequests many_requests(int n) {
+  ManyRequests m;
+  for (int i = 0; i < n; ++i) {
+    const int qo = 1 + (i * 37) % 140;
+    const int kv = i % 11 == 0 ? 0 : i % 7 == 0 ? qo / 2 : qo + (i * 53) % 120;
+    m.qo.push_back(qo);
+    m.kv.push_back(kv);
+  }
+  return m;
+}
+
 std::vector<Named> edge_cases() {
   using E = EntryPoint;
   const DType f16 = DType::kF16, bf16 = DType::kBF16;
@@ -118,6 +135,23 @@ std::vector<Named> edge_cases() {
       c.stacked_kv = layout == KVLayout::kNHD;
       v.push_back({"pages", c});
     }
+  // Many units per CTA: more (query tile, head) units than the H200's 132 SMs several times
+  // over, so the persistent kernels carry their pipelines from unit to unit (sm90: fused unit
+  // boundaries, primed units, both Q buffers, the K/V ring), through units of different
+  // lengths, requests without keys (empty units at the end of each CTA's sequence) and
+  // causal rows that see nothing. The smaller problems above fit in one unit per CTA.
+  {
+    const ManyRequests m = many_requests(60);
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
+    for (int ps : {16, 128}) {
+      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, ps == 16 ? 128 : 64, ps == 16 ? bf16 : f16, ps == 16);
+      c.page_size = ps;
+      v.push_back({"many_units", c});
+    }
+  }
   // Scale and LSE options.
   {
     Case c = make(E::kSingle, {80}, {80}, 2, 2, 64, f16, false);
@@ -128,6 +162,20 @@ std::vector<Named> edge_cases() {
     v.push_back({"options", c});
   }
   return v;
+}
+
+// The many_units cases must give every CTA of a 132-SM GPU several sm90 units (one unit per
+// 128-row query tile and query head); checked without a GPU.
+TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
+  int checked = 0;
+  for (const Named& n : edge_cases()) {
+    if (n.label != "many_units") continue;
+    long long units = 0;
+    for (int qo : n.c.qo_lens) units += (qo + 127) / 128 * n.c.num_qo_heads;
+    EXPECT_GE(units, 3 * 132) << n.c.name();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }
