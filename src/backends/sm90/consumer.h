@@ -5,12 +5,12 @@
 // then the epilogue. Tiles are visited last-first, so under a causal mask the tile on the
 // diagonal (partial) comes first and the rest run without mask arithmetic.
 //
-// Two mainloops (TileConfig::kOverlap):
-// - overlapped: step n issues QK^T(n) and PV(n+1) back to back, then does the softmax of
-//   tile n while PV(n+1) runs; the O rescale and P conversion wait for PV(n+1). With
-//   kPingPong the two warpgroups also take turns issuing those GEMMs (named barriers 2, 3),
-//   so the tensor cores alternate between them.
-// - plain: one GEMM at a time; a warpgroup skips the math of tiles its rows cannot see.
+// The mainloop overlaps: step n issues QK^T(n) and PV(n+1) back to back, then does the
+// softmax of tile n while PV(n+1) runs; the O rescale and P conversion wait for PV(n+1).
+// With kPingPong the two warpgroups also take turns issuing those GEMMs (named barriers 2,
+// 3), so the tensor cores alternate between them. With kFuseUnits a unit's last PV and the
+// next unit's first QK^T share one turn, and O is stored under that QK^T. The row sums'
+// shuffles (finish_rows) always run under the unit's last PV.
 #pragma once
 #include <cute/tensor.hpp>
 
@@ -150,7 +150,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     for (int i = 0; i < size(tSrS); i += 2) *reinterpret_cast<uint32_t*>(&rP(i)) = pack2<Element>(tSrS(i), tSrS(i + 1));
   };
 
-  if constexpr (Traits::kOverlap && Traits::kPingPong) {
+  if constexpr (Traits::kPingPong) {
     if (slab == 1) ptx::named_arrive(kPingPongBarrier, 256);  // warpgroup 0 goes first
   }
 
@@ -197,131 +197,104 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     }
 
     if (!t.empty()) {
-      if constexpr (Traits::kOverlap) {
-        // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
-        // pipeline and the ping-pong need both warpgroups to take the same steps.
-        int n = it.n_end - 1;
-        if (!primed) {
-          const QSlot<Traits> q(q_round);
-          q_buffer = q.buffer;
-          ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
-          wait_full(&s.k_full[ring.stage], ring.phase);
-          issue_qk(ring.stage);
-          warpgroup_wait<0>();
-        }
-        {  // S of tile n_end - 1 is complete (issued above or by the previous unit's last step)
-          float correction[kRows];
-          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
-          warp_release(&s.k_empty[ring.stage]);
-          score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);  // O is 0: no rescale
-          convert_p();
-          v_ring = ring;  // where P's V tile is
-          ring.advance();
-        }
-        for (--n; n >= it.n_begin; --n) {
-          float correction[kRows];
-          if constexpr (kPaged) {
-            // Both waits and one proxy fence before the GEMMs, so that nothing sits between
-            // the two wgmma issues.
-            ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
-            wait_full(&s.v_full[v_ring.stage], v_ring.phase);
-          } else {
-            ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
-          }
-          pingpong_wait<Traits::kPingPong>(slab);
-          issue_qk(ring.stage);
-          if constexpr (!kPaged) ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
-          issue_pv(v_ring.stage);
-          pingpong_pass<Traits::kPingPong>(slab);
-          warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
-          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
-          warp_release(&s.k_empty[ring.stage]);
-          score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
-          warpgroup_wait<0>();  // PV(n+1) done: O and P are free
-          warpgroup_fence_operand(tOrO);
-          warpgroup_fence_operand(rP);
-          warp_release(&s.v_empty[v_ring.stage]);
-          softmax.rescale(O, correction);
-          convert_p();
-          v_ring = ring;
-          ring.advance();
-        }
-        if constexpr (Traits::kFuseUnits) {
-          // Loaded here rather than at the unit's start: holding it through the steps measured
-          // 1.2% slower at S = 512 (ncu, D = 128 narrow).
-          if (has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
-          next_loaded = true;
-          fuse = has_next && !next.empty();
-        }
-        if (fuse) {
-          // PV(n_begin) of this unit and QK^T(first tile) of the next, one ping-pong turn.
-          // The next unit's Q is in the other buffer (kQStages = 2), requested by the producer
-          // once it issued this unit's last V, and its first K is the next ring stage.
-          const QSlot<Traits> qn(q_round + 1);
-          ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
-          ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);
-          wait_full(&s.k_full[ring.stage], ring.phase);  // one proxy fence covers V and K
-          pingpong_wait<Traits::kPingPong>(slab);
-          issue_pv(v_ring.stage);
-          q_buffer = qn.buffer;
-          issue_qk(ring.stage);
-          pingpong_pass<Traits::kPingPong>(slab);
-          finish_rows();  // under the GEMMs
-          warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
-          warpgroup_fence_operand(tOrO);
-          warp_release(&s.v_empty[v_ring.stage]);
-          store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
-          // The next unit starts from O = 0 and an empty softmax, with its first S tile.
-          // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
-          // a path that could leave here with the QK^T in flight makes it insert waits
-          // (C7517) or serialize every wgmma of the kernel (C7515). For the same reason O
-          // is cleared only after the wait (an ordinary write to a wgmma accumulator while
-          // any wgmma is in flight).
-          softmax.reset();
-          warpgroup_wait<0>();
-          warpgroup_fence_operand(tSrS);
-          clear(tOrO);
-        } else {
+      // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
+      // pipeline and the ping-pong need both warpgroups to take the same steps.
+      int n = it.n_end - 1;
+      if (!primed) {
+        const QSlot<Traits> q(q_round);
+        q_buffer = q.buffer;
+        ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
+        wait_full(&s.k_full[ring.stage], ring.phase);
+        issue_qk(ring.stage);
+        warpgroup_wait<0>();
+      }
+      {  // S of tile n_end - 1 is complete (issued above or by the previous unit's last step)
+        float correction[kRows];
+        if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
+        warp_release(&s.k_empty[ring.stage]);
+        score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);  // O is 0: no rescale
+        convert_p();
+        v_ring = ring;  // where P's V tile is
+        ring.advance();
+      }
+      for (--n; n >= it.n_begin; --n) {
+        float correction[kRows];
+        if constexpr (kPaged) {
+          // Both waits and one proxy fence before the GEMMs, so that nothing sits between
+          // the two wgmma issues.
+          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
           wait_full(&s.v_full[v_ring.stage], v_ring.phase);
-          issue_pv(v_ring.stage);
-          // Under the last P V: the row sums' shuffles and the next unit's load.
-          finish_rows();
-          if (!next_loaded && has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
-          next_loaded = true;
-          warpgroup_wait<0>();
-          warpgroup_fence_operand(tOrO);
-          warp_release(&s.v_empty[v_ring.stage]);
+        } else {
+          ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
         }
+        pingpong_wait<Traits::kPingPong>(slab);
+        issue_qk(ring.stage);
+        if constexpr (!kPaged) ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+        issue_pv(v_ring.stage);
+        pingpong_pass<Traits::kPingPong>(slab);
+        warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
+        if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
+        warp_release(&s.k_empty[ring.stage]);
+        score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
+        warpgroup_wait<0>();  // PV(n+1) done: O and P are free
+        warpgroup_fence_operand(tOrO);
+        warpgroup_fence_operand(rP);
+        warp_release(&s.v_empty[v_ring.stage]);
+        softmax.rescale(O, correction);
+        convert_p();
+        v_ring = ring;
+        ring.advance();
+      }
+      if constexpr (Traits::kFuseUnits) {
+        // Loaded here rather than at the unit's start: holding it through the steps measured
+        // 1.2% slower at S = 512 (ncu, D = 128 narrow).
+        if (has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
+        next_loaded = true;
+        fuse = has_next && !next.empty();
+      }
+      if (fuse) {
+        // PV(n_begin) of this unit and QK^T(first tile) of the next, one ping-pong turn.
+        // The next unit's Q is in the other buffer (kQStages = 2), requested by the producer
+        // once it issued this unit's last V, and its first K is the next ring stage.
+        const QSlot<Traits> qn(q_round + 1);
+        ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
+        ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);
+        wait_full(&s.k_full[ring.stage], ring.phase);  // one proxy fence covers V and K
+        pingpong_wait<Traits::kPingPong>(slab);
+        issue_pv(v_ring.stage);
+        q_buffer = qn.buffer;
+        issue_qk(ring.stage);
+        pingpong_pass<Traits::kPingPong>(slab);
+        finish_rows();  // under the GEMMs
+        warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
+        warpgroup_fence_operand(tOrO);
+        warp_release(&s.v_empty[v_ring.stage]);
+        store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
+        // The next unit starts from O = 0 and an empty softmax, with its first S tile.
+        // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
+        // a path that could leave here with the QK^T in flight makes it insert waits
+        // (C7517) or serialize every wgmma of the kernel (C7515). For the same reason O
+        // is cleared only after the wait (an ordinary write to a wgmma accumulator while
+        // any wgmma is in flight).
+        softmax.reset();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tSrS);
+        clear(tOrO);
       } else {
-        for (int n = it.n_end - 1; n >= it.n_begin; --n, ring.advance()) {
-          const core::TileClass cls = classify(n);
-          const bool active = cls != core::TileClass::kHidden;
-          wait_full(&s.k_full[ring.stage], ring.phase);
-          if (active) {
-            issue_qk(ring.stage);
-            warpgroup_wait<0>();
-          }
-          if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);  // last QK^T of the unit is done
-          warp_release(&s.k_empty[ring.stage]);
-          if (active) {
-            float correction[kRows];
-            score(g.spec, cls, g.tile_row0, n * kBlockN, correction);
-            softmax.rescale(O, correction);
-            convert_p();
-          }
-          wait_full(&s.v_full[ring.stage], ring.phase);
-          if (active) {
-            issue_pv(ring.stage);
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(tOrO);
-          }
-          warp_release(&s.v_empty[ring.stage]);
-        }
+        wait_full(&s.v_full[v_ring.stage], v_ring.phase);
+        issue_pv(v_ring.stage);
+        // Under the last P V: the row sums' shuffles and the next unit's load.
+        finish_rows();
+        if (!next_loaded && has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
+        next_loaded = true;
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tOrO);
+        warp_release(&s.v_empty[v_ring.stage]);
       }
       ++q_round;
     }
     if (!fuse) {  // else stored above
-      if (!(Traits::kOverlap && !t.empty())) finish_rows();  // the overlapped loop did it under its last P V
+      if (t.empty()) finish_rows();  // else done under the unit's last P V
       store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
     }
     primed = fuse;

@@ -34,9 +34,11 @@ struct KernelTraits {
   static constexpr int kBlockN = Config::kBlockN;
   static constexpr int kStages = Config::kStages;
   static constexpr int kQStages = Config::kQStages;
-  static constexpr bool kOverlap = Config::kOverlap;
   static constexpr bool kPingPong = Config::kPingPong;
-  static constexpr bool kFuseUnits = Config::kOverlap && Config::kFuseUnits;
+  static constexpr bool kFuseUnits = Config::kFuseUnits;
+  // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
+  // with one buffer it would wait for that Q's load instead.
+  static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
   // The wide kernel serves only problems without a causal / window mask (registry key
   // needs_mask = false, which the registry enforces): its only partial tile is at kv_len's
   // end, and the mask state folds away at compile time, which the 176-wide S tile's

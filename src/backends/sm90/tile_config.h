@@ -16,10 +16,9 @@
 //   wait is a fixed cost per unit, large next to short units (S = 512: 4 KV steps). Where two
 //   do not fit (D = 256; D = 128 wide, 32 KB + 2 x 88 KB) one buffer is loaded once the
 //   previous unit's last Q K^T has been issued.
-// - kOverlap: each consumer issues QK^T of tile n before the softmax of tile n+1 finishes
-//   its PV, so the tensor cores work while the warpgroup does exponentials (costs a second S
-//   accumulator's worth of registers: P stays live across the QK^T). false selects the
-//   plain loop (one GEMM at a time), kept as a reference for debugging.
+// - The mainloop always overlaps: each consumer issues QK^T of tile n before the softmax of
+//   tile n+1 finishes its PV, so the tensor cores work while the warpgroup does exponentials
+//   (costs a second S accumulator's worth of registers: P stays live across the QK^T).
 // - kPingPong: the two consumer warpgroups take turns issuing their GEMMs (named barriers),
 //   so one warpgroup's softmax runs under the other's GEMMs. It pays where softmax is a
 //   large share of the tile (D <= 128); at D = 256 the GEMMs dominate.
@@ -47,17 +46,17 @@ struct TileConfig;
 template <>
 struct TileConfig<64, false> {
   static constexpr int kBlockM = 128, kBlockN = 128, kStages = 3, kQStages = 2;
-  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = true;
+  static constexpr bool kPingPong = true, kFuseUnits = true;
 };
 template <>
 struct TileConfig<128, false> {
   static constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kQStages = 2;
-  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = true;
+  static constexpr bool kPingPong = true, kFuseUnits = true;
 };
 template <>
 struct TileConfig<256, false> {
   static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2, kQStages = 1;
-  static constexpr bool kOverlap = true, kPingPong = false, kFuseUnits = false;
+  static constexpr bool kPingPong = false, kFuseUnits = false;
 };
 // Wide: D=128 S 88 + P 44 + O 64 regs, 32 KB + 2 x 88 KB. D=64 has none: a 192-key tile
 // (S 96 + P 48 regs) measured slower than 128 on the H200 at every length (0.75-0.94 of
@@ -67,7 +66,7 @@ struct TileConfig<64, true> : TileConfig<64, false> {};
 template <>
 struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
-  static constexpr bool kOverlap = true, kPingPong = true, kFuseUnits = false;
+  static constexpr bool kPingPong = true, kFuseUnits = false;
 };
 template <>
 struct TileConfig<256, true> : TileConfig<256, false> {};
