@@ -13,6 +13,8 @@ struct SwizzledRows {
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kRowBytes = kHeadDim * 2;
   static_assert(kChunks % 8 == 0, "rows must span whole 128-byte groups");
+  // step_offset's XOR must stay clear of row * kRowBytes (D = 192 would break it).
+  static_assert((kRowBytes & (kRowBytes - 1)) == 0, "row bytes must be a power of two");
 
   __device__ __forceinline__ static uint32_t offset(int row, int chunk) {
     return static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
