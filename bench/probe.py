@@ -21,7 +21,9 @@ def main():
     p.add_argument("--page", type=int, default=0, help="0: ragged")
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--window", type=int, default=-1, help="window_left (-1: none)")
+    p.add_argument("--window", type=int, default=-1,
+                   help="window_left (-1: none; >= seq - 1 is normalised to none, which "
+                        "selects the unmasked kernel)")
     p.add_argument("--repeats", type=int, default=3)
     a = p.parse_args()
     h = HIDDEN // a.head_dim

@@ -8,17 +8,23 @@ import collections
 import csv
 
 
+def number(text):
+    return float((text or "0").replace(",", ""))
+
+
 def load(path):
+    """(source, stall samples, executed) per SASS line of the first kernel in the file."""
     rows = list(csv.reader(open(path)))
-    header, data = rows[1], rows[2:]
+    at = next(i for i, r in enumerate(rows) if "Source" in r and "Address" in r)
+    header = rows[at]
     col = {name: header.index(name) for name in
            ("Source", "Warp Stall Sampling (All Samples)", "Instructions Executed")}
     out = []
-    for r in data:
-        src = r[col["Source"]].strip()
-        samples = float(r[col["Warp Stall Sampling (All Samples)"]] or 0)
-        executed = r[col["Instructions Executed"]] or "0"
-        out.append((src, samples, int(float(executed.replace(",", "")))))
+    for r in rows[at + 1:]:
+        if len(r) <= max(col.values()) or r[0] == "Kernel Name":
+            break  # the next kernel's section
+        out.append((r[col["Source"]].strip(), number(r[col["Warp Stall Sampling (All Samples)"]]),
+                    int(number(r[col["Instructions Executed"]]))))
     return out
 
 
