@@ -187,6 +187,8 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // The producer keeps 40 registers, so what can be derived is derived: tile n+1's stage is
   // the one before `ring`, its buffer the one before `cur`.
   int table = 0;  // the buffer the next unit's first table goes to
+  // TMA boxes per full tile (page-sized row blocks x 64-column blocks), divided once here.
+  const int boxes = p.paged_tma_rows > 0 ? (kBlockN / p.paged_tma_rows) * (Traits::kHeadDim / 64) : 0;
   auto next = [](int b) { return b == 2 ? 0 : b + 1; };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
@@ -205,14 +207,20 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
         // boxes go out together rather than one after another from one thread. Thread 0's
         // arrival carries the tile's byte count; the others' copies may land before it,
         // which the barrier's transaction count allows (it may go negative until then).
+        // The barrier expects 128 arrivals (the gather's per-thread cp.async arrivals);
+        // here lane 0 of each warp arrives for its warp: 5 shared atomics instead of 128.
         constexpr int kColBlocks = Traits::kHeadDim / 64;
-        if (tid == 0) ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
-        if (tid < (kBlockN / p.paged_tma_rows) * kColBlocks) {
+        if (tid < boxes) {
           const int r = (tid / kColBlocks) * p.paged_tma_rows, c = tid % kColBlocks;
           ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
                            (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][r], ptx::kEvictLast);
         }
-        if (tid != 0) ptx::mbar_arrive(full);
+        if (tid == 0) {
+          ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+          ptx::mbar_arrive(full, 31);
+        } else if (tid % 32 == 0) {
+          ptx::mbar_arrive(full, 32);
+        }
       } else {
         const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
                                      : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
