@@ -40,26 +40,29 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
     const int row = tile_row0 + cute::get<0>(c(r, 0));
     if (row >= it.qo_len) continue;
     const int64_t token = static_cast<int64_t>(it.qo_start) + row;
-    if (it.split < 0) {
-      Element* dst = static_cast<Element*>(p.o) + token * p.o_stride_n + static_cast<int64_t>(t.head) * p.o_stride_h;
+    // A thread's columns in row r are col0 + 8 k and col0 + 8 k + 1 (the accumulator layout,
+    // fragment.h), so the pair at j sits 4 j elements after col0: one row pointer with
+    // immediate offsets, and one branch per row for the rows that saw no key (exact zeros
+    // even where a hidden V row holds inf or NaN).
+    const int col0 = cute::get<1>(c(r, 0));
+    auto store = [&](auto* dst, auto pack) {
+      using Pair = decltype(pack(0.0f, 0.0f));
+      if (f.scale == 0.0f) {
 #pragma unroll
-      for (int j = 0; j < cute::size<1>(o); j += 2) {
-        const int col = cute::get<1>(c(r, j));
-        const float a = f.scale == 0.0f ? 0.0f : o(r, j) * f.scale;
-        const float b = f.scale == 0.0f ? 0.0f : o(r, j + 1) * f.scale;
-        *reinterpret_cast<uint32_t*>(dst + col) = pack2<Element>(a, b);
+        for (int j = 0; j < cute::size<1>(o); j += 2) *reinterpret_cast<Pair*>(dst + 4 * j) = pack(0.0f, 0.0f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < cute::size<1>(o); j += 2)
+          *reinterpret_cast<Pair*>(dst + 4 * j) = pack(o(r, j) * f.scale, o(r, j + 1) * f.scale);
       }
+    };
+    if (it.split < 0) {
+      store(static_cast<Element*>(p.o) + token * p.o_stride_n + static_cast<int64_t>(t.head) * p.o_stride_h + col0,
+            [](float a, float b) { return pack2<Element>(a, b); });
       if (p.lse && quad_leader) p.lse[token * p.lse_stride_n + static_cast<int64_t>(t.head) * p.lse_stride_h] = f.lse;
     } else {
       const int64_t state = (token * p.num_splits + it.split) * p.num_qo_heads + t.head;
-      float* dst = p.partial_o + state * head_dim;
-#pragma unroll
-      for (int j = 0; j < cute::size<1>(o); j += 2) {
-        const int col = cute::get<1>(c(r, j));
-        const float a = f.scale == 0.0f ? 0.0f : o(r, j) * f.scale;
-        const float b = f.scale == 0.0f ? 0.0f : o(r, j + 1) * f.scale;
-        *reinterpret_cast<float2*>(dst + col) = make_float2(a, b);
-      }
+      store(p.partial_o + state * head_dim + col0, [](float a, float b) { return make_float2(a, b); });
       if (quad_leader) p.partial_lse[state] = f.lse;
     }
   }
