@@ -8,6 +8,7 @@
 
 #include <cute/tensor.hpp>
 
+#include "backends/sm90/fragment.h"
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/schedule.h"
 #include "backends/sm90/softmax.h"
@@ -40,20 +41,18 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
     const int row = tile_row0 + cute::get<0>(c(r, 0));
     if (row >= it.qo_len) continue;
     const int64_t token = static_cast<int64_t>(it.qo_start) + row;
-    // A thread's columns in row r are col0 + 8 k and col0 + 8 k + 1 (the accumulator layout,
-    // fragment.h), so the pair at j sits 4 j elements after col0: one row pointer with
-    // immediate offsets, and one branch per row for the rows that saw no key (exact zeros
-    // even where a hidden V row holds inf or NaN).
+    // One row pointer with immediate offsets (acc_col_offset), and one branch per row for
+    // the rows that saw no key (exact zeros even where a hidden V row holds inf or NaN).
     const int col0 = cute::get<1>(c(r, 0));
     auto store = [&](auto* dst, auto pack) {
       using Pair = decltype(pack(0.0f, 0.0f));
       if (f.scale == 0.0f) {
 #pragma unroll
-        for (int j = 0; j < cute::size<1>(o); j += 2) *reinterpret_cast<Pair*>(dst + 4 * j) = pack(0.0f, 0.0f);
+        for (int j = 0; j < cute::size<1>(o); j += 2) *reinterpret_cast<Pair*>(dst + acc_col_offset(j)) = pack(0.0f, 0.0f);
       } else {
 #pragma unroll
         for (int j = 0; j < cute::size<1>(o); j += 2)
-          *reinterpret_cast<Pair*>(dst + 4 * j) = pack(o(r, j) * f.scale, o(r, j + 1) * f.scale);
+          *reinterpret_cast<Pair*>(dst + acc_col_offset(j)) = pack(o(r, j) * f.scale, o(r, j + 1) * f.scale);
       }
     };
     if (it.split < 0) {
