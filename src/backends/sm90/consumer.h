@@ -33,15 +33,14 @@ namespace flashband::sm90 {
 template <class TensorS, class TensorC>
 __device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const core::MaskSpec& spec, int row0,
                                            int key0) {
-  // Bounds relative to the thread's first column: each comparison is against an immediate.
-  const int col0 = cute::get<1>(c(0, 0));
 #pragma unroll
   for (int r = 0; r < cute::size<0>(s); ++r) {
     const core::KVRange vis = core::row_kv_range(spec, row0 + cute::get<0>(c(r, 0)));
-    const int lo = vis.first - key0 - col0, hi = vis.last - key0 - col0;
+    const int lo = vis.first - key0, hi = vis.last - key0;
 #pragma unroll
     for (int j = 0; j < cute::size<1>(s); ++j) {
-      if (acc_col_offset(j) < lo || acc_col_offset(j) >= hi) s(r, j) = core::neg_inf();
+      const int col = cute::get<1>(c(r, j));
+      if (col < lo || col >= hi) s(r, j) = core::neg_inf();
     }
   }
 }
