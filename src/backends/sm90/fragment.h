@@ -18,8 +18,8 @@ __device__ __forceinline__ constexpr auto rowcol_layout(Layout acc) {
 }
 
 // Column j of a thread's rowcol view (MMA_N = 1) sits at the thread's column 0 plus this
-// offset: 2 adjacent columns per group of 8. A compile-time constant, so code that indexes
-// by it (masks, stores) compares and addresses against immediates.
+// offset: 2 adjacent columns per group of 8. A compile-time constant, so the epilogue's
+// stores address with immediates from one row pointer.
 __host__ __device__ constexpr int acc_col_offset(int j) { return (j & 1) + 8 * (j >> 1); }
 
 // ((2, 2, V), M, N) -> ((2, 2, 2), M, (V/2, N)): the A-operand fragment of a k16 wgmma with
