@@ -56,10 +56,12 @@ struct KernelTraits {
   // setmaxnreg split. At launch every thread holds kEntryRegs (65536 / kThreads rounded down
   // to the allocation granule of 8); the producer gives registers back and the consumers
   // take them, and the two must balance within that pool or setmaxnreg.inc waits forever.
-  // A TMA producer is one thread issuing copies (24 is the minimum). The paged producer
-  // keeps 32 for its gathers' 64-bit address arithmetic (one 4-byte spill at D = 128), so
-  // its consumers get 240 like the TMA kernel's: 40 / 232 measured 5% slower at page 16
-  // (ncu, D = 128, S = 16k), and 232 costs the contiguous kernel 1.7%.
+  // A TMA producer is one thread issuing copies (24 is the minimum): consumers get 240. The
+  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (one 4-byte spill at
+  // D = 128); its consumers get 232 ((168 x 384 - 32 x 128) / 256 = 236, rounded down to
+  // the granule), as they did at 40. 32 measured 5% faster than 40 at page 16 (ncu, D = 128,
+  // S = 16k) for a reason in the producer's code that is not established; 232 instead of
+  // 240 costs the contiguous kernel 1.7%, so 240 for paged needs a 24-register producer.
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
   template <bool kPaged>
   static constexpr int kProducerRegs = kPaged ? 32 : 24;
