@@ -121,24 +121,38 @@ __device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page
   return make_longlong2(page * p.k_stride_page + slot * p.k_stride_n, page * p.v_stride_page + slot * p.v_stride_n);
 }
 
-// Paged gathers split each row between two threads taking alternate 16-byte chunks (thread
-// half h copies chunks h, h+2, h+4, ...), so one warp instruction reads 16 rows x 32
-// contiguous bytes, whole sectors, and a thread's copies of a row differ only in constant
-// offsets: one shared load and one address per row instead of one per copy (the per-copy
-// address arithmetic took half the SM's issue slots). Copy j of row `row` lands at
-// gather_dst(row, h, j), which is swizzled_offset(row, (h + 2j) * 8) (checked below).
+// Paged gathers split each row between kGatherThreadsPerRow threads taking interleaved
+// 16-byte chunks (thread part q copies chunks q, q + T, q + 2T, ... for T threads per row),
+// so one warp instruction reads 32 / T rows x 16 T contiguous bytes, whole sectors, and a
+// thread's copies of a row differ only in constant offsets: one shared load and one address
+// per row instead of one per copy (the per-copy address arithmetic took half the SM's
+// issue slots). T = 2 measured faster than 8 (third session); 4 is unmeasured. Copy j of
+// row `row` lands at gather_dst<T>(row, q, j), which is swizzled_offset(row, (q + T j) * 8)
+// (checked below): q < T and T j % 8 share no bits, so the swizzle XOR splits.
 constexpr int kGatherThreadsPerRow = 2;
-__host__ __device__ constexpr int gather_dst(int row, int half, int j, int rows) {
-  return (j >> 2) * rows * 64 + row * 64 + (((half ^ (row & 7)) ^ ((j & 3) << 1)) << 3);
+template <int kThreadsPerRow>
+__host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
+  static_assert(kThreadsPerRow == 2 || kThreadsPerRow == 4 || kThreadsPerRow == 8);
+  return ((kThreadsPerRow * j) >> 3) * rows * 64 + row * 64 +
+         (((part ^ (row & 7)) ^ ((kThreadsPerRow * j) & 7)) << 3);
 }
+template <int kThreadsPerRow>
 constexpr bool gather_dst_is_swizzled(int rows, int head_dim) {
   for (int row = 0; row < rows; ++row)
-    for (int half = 0; half < 2; ++half)
-      for (int j = 0; j < head_dim / 16; ++j)
-        if (gather_dst(row, half, j, rows) != swizzled_offset(row, (half + 2 * j) * 8, rows)) return false;
+    for (int part = 0; part < kThreadsPerRow; ++part)
+      for (int j = 0; j < head_dim / 8 / kThreadsPerRow; ++j)
+        if (gather_dst<kThreadsPerRow>(row, part, j, rows) !=
+            swizzled_offset(row, (part + kThreadsPerRow * j) * 8, rows))
+          return false;
   return true;
 }
-static_assert(gather_dst_is_swizzled(128, 64) && gather_dst_is_swizzled(128, 128) && gather_dst_is_swizzled(64, 256));
+template <int kThreadsPerRow>
+constexpr bool gather_dst_is_swizzled_for_all_tiles() {
+  return gather_dst_is_swizzled<kThreadsPerRow>(128, 64) && gather_dst_is_swizzled<kThreadsPerRow>(128, 128) &&
+         gather_dst_is_swizzled<kThreadsPerRow>(64, 256);
+}
+static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzled_for_all_tiles<4>() &&
+              gather_dst_is_swizzled_for_all_tiles<8>());
 
 // Copies one KV tile of one head from its pages into a swizzled stage buffer, 16 bytes per
 // cp.async; rows without a page become zeros (a zero V row keeps 0 * V finite where P is 0).
@@ -150,9 +164,9 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
   constexpr int kRowsPerPass = 128 / kGatherThreadsPerRow;
   constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kGatherThreadsPerRow;  // per row
   static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
-  const int half = tid % kGatherThreadsPerRow;
+  const int part = tid % kGatherThreadsPerRow;
   const int row0 = tid / kGatherThreadsPerRow;
-  const typename Traits::Element* src0 = base + half * Traits::kChunkCols;
+  const typename Traits::Element* src0 = base + part * Traits::kChunkCols;
 #pragma unroll
   for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
@@ -162,7 +176,7 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
     const uint32_t bytes = valid ? 16u : 0u;
 #pragma unroll
     for (int j = 0; j < kCopies; ++j)
-      ptx::cp_async_16_evict_last(tile + gather_dst(row, half, j, Traits::kBlockN),
+      ptx::cp_async_16_evict_last(tile + gather_dst<kGatherThreadsPerRow>(row, part, j, Traits::kBlockN),
                                   src + j * kGatherThreadsPerRow * Traits::kChunkCols, bytes);
   }
 }
