@@ -1,7 +1,11 @@
 """Reads the SASS source pages that scripts/ncu_source.sh saved (CSV) and prints where the
-warps' stall samples fall: by opcode, and the instructions holding the most samples.
+warps' stall samples fall: by opcode, and the instructions holding the most samples; with
+--reasons LO HI, the stall reasons of instructions LO..HI-1 (e.g. a producer's range);
+with --wavefronts, shared-memory wavefronts by opcode against ncu's ideal (bank conflicts,
+e.g. of cp.async gathers).
 
   python3 scripts/stall_profile.py out/w16k_sass.csv [--top 25] [--around ADDR_INDEX]
+      [--reasons LO HI] [--wavefronts]
 """
 import argparse
 import collections
@@ -28,6 +32,22 @@ def load(path):
     return out
 
 
+def columns(path, names):
+    """Per SASS line of the first kernel: {name: value} for the named numeric columns
+    (names may be prefixes, e.g. "stall_"); the "(Not Issued)" variants are left out."""
+    rows = list(csv.reader(open(path)))
+    at = next(i for i, r in enumerate(rows) if "Source" in r and "Address" in r)
+    header = rows[at]
+    picked = [i for i, h in enumerate(header)
+              if any(h == n or (n.endswith("_") and h.startswith(n)) for n in names) and "Not Issued" not in h]
+    out = []
+    for r in rows[at + 1:]:
+        if len(r) < len(header) or r[0] == "Kernel Name":
+            break
+        out.append({header[i]: number(r[i]) for i in picked})
+    return out
+
+
 def opcode(src):
     words = src.split()
     if words and words[0].startswith("@"):
@@ -40,8 +60,27 @@ def main():
     p.add_argument("csv")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--around", type=int, help="print the instructions around this index")
+    p.add_argument("--reasons", type=int, nargs=2, metavar=("LO", "HI"),
+                   help="stall reasons of the instructions LO..HI-1")
+    p.add_argument("--wavefronts", action="store_true", help="shared-memory wavefronts by opcode")
     a = p.parse_args()
     rows = load(a.csv)
+    if a.reasons:
+        lo, hi = a.reasons
+        reasons = collections.Counter()
+        for c in columns(a.csv, ["stall_"])[lo:hi]:
+            reasons.update(c)
+        n = sum(reasons.values()) or 1.0
+        print(f"stall reasons of instructions {lo}..{hi - 1} ({n:.0f} samples):",
+              ", ".join(f"{k[6:]} {100 * v / n:.1f}%" for k, v in reasons.most_common(8)))
+    if a.wavefronts:
+        actual, ideal = collections.Counter(), collections.Counter()
+        names = ["L1 Wavefronts Shared", "L1 Wavefronts Shared Ideal"]
+        for (src, _, _), c in zip(rows, columns(a.csv, names)):
+            actual[opcode(src)] += c.get(names[0], 0.0)
+            ideal[opcode(src)] += c.get(names[1], 0.0)
+        print("shared wavefronts by opcode (actual / ideal):",
+              ", ".join(f"{op} {v:.3g} / {ideal[op]:.3g}" for op, v in actual.most_common(6) if v > 0))
     total = sum(s for _, s, _ in rows) or 1.0
     by_op = collections.Counter()
     for src, s, _ in rows:
