@@ -18,10 +18,12 @@ declare -A dur
 measure() {  # $1: column name; each duration is printed as soon as it is known, so a
   # call that runs out of time still shows what it measured
   for args in "${probes[@]}"; do
-    d=$(NCU_SECTIONS="--section SpeedOfLight" NCU_TAIL=40 bash scripts/ncu_probe.sh "$args" 2>&1 |
-        awk '/ Duration /{print $NF $(NF-1); exit}')
+    out=$(NCU_SECTIONS="--section SpeedOfLight" NCU_TAIL=40 bash scripts/ncu_probe.sh "$args" 2>&1)
+    d=$(awk '/ Duration /{print $NF $(NF-1); exit}' <<< "$out")
+    # The throughputs tell a bound that moved (e.g. L2 requests of a gather) from noise.
+    tp=$(awk '/SM Throughput|L1\/TEX Cache Throughput|L2 Cache Throughput/{printf "%s=%s ", $1, $NF}' <<< "$out")
     dur["$1|$args"]="${d:-failed}"
-    echo "ab: $1 | $args | ${d:-failed}"
+    echo "ab: $1 | $args | ${d:-failed} | $tp"
   done
 }
 
