@@ -1,5 +1,6 @@
 // Host-only checks of the sm90 planner half (no GPU): the work list covers every query tile
-// once per split, splits partition each tile's KV span, items come longest-first, and the
+// once per split, splits partition each tile's KV span, items come longest-first (strictly,
+// or in cost buckets that keep the predicted makespan), and the
 // consumer's per-warpgroup walk over a span (classify_tile on 64-row slabs clamped to
 // qo_len) loses no visible pair and masks no invisible one. Built when the sm90 backend is,
 // linked against flashband (work_list.cpp is part of it).
@@ -65,10 +66,14 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     in.block_m = ts.block_m;
     in.block_n = ts.block_n;
     in.num_splits = 1 + static_cast<int>(rng() % 4);
+    in.num_qo_heads = 1 + static_cast<int>(rng() % 8);
+    const std::vector<WorkItem> strict = build_work_list(in);  // num_sms = 0
+    for (size_t i = 1; i < strict.size(); ++i)
+      ASSERT_GE(strict[i - 1].n_end - strict[i - 1].n_begin, strict[i].n_end - strict[i].n_begin);
+    in.num_sms = 1 + static_cast<int>(rng() % 40);
     const std::vector<WorkItem> items = build_work_list(in);
-
-    for (size_t i = 1; i < items.size(); ++i)
-      ASSERT_GE(items[i - 1].n_end - items[i - 1].n_begin, items[i].n_end - items[i].n_begin);
+    ASSERT_LE(snake_makespan(items, in.num_qo_heads, in.num_sms) * 50,
+              snake_makespan(strict, in.num_qo_heads, in.num_sms) * 51);
     size_t expected = 0;
     for (int b = 0; b < B; ++b) {
       const int q = qo[b + 1] - qo[b];
@@ -97,6 +102,60 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     }
     ASSERT_EQ(items.size(), expected);
   }
+}
+
+// B * S = 16k causal, D = 128, 16 heads, 132 SMs (the benchmark's rows): strict
+// longest-first would run one query tile of every request side by side; the buckets must
+// put a request's query tiles together without costing balance.
+std::vector<WorkItem> causal_batch(int B, int S, int sms) {
+  static std::vector<int32_t> qo, kv, lens;
+  qo.assign(1, 0);
+  kv.assign(1, 0);
+  lens.assign(B, S);
+  for (int b = 0; b < B; ++b) {
+    qo.push_back(qo.back() + S);
+    kv.push_back(kv.back() + S);
+  }
+  WorkListInput in;
+  in.batch = B;
+  in.qo_indptr = qo.data();
+  in.kv_start = kv.data();
+  in.kv_lens = lens.data();
+  in.causal = true;
+  in.block_m = 128;
+  in.block_n = 128;
+  in.num_qo_heads = 16;
+  in.num_sms = sms;
+  return build_work_list(in);
+}
+
+TEST(Sm90WorkList, CausalBatchesKeepARequestsQueryTilesTogether) {
+  // S = 512: one bucket, request by request, each longest-first.
+  const std::vector<WorkItem> s512 = causal_batch(32, 512, 132);
+  ASSERT_EQ(s512.size(), 128u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(s512[i].qo_start, 0) << i;
+    EXPECT_EQ(s512[i].m_block, 3 - i) << i;
+  }
+  EXPECT_EQ(s512[4].qo_start, 512);
+  // S = 2k: the first 132 units (8 items x 16 heads) hold several query tiles of request 0,
+  // where strict longest-first would hold the last query tile of 8 requests.
+  const std::vector<WorkItem> s2k = causal_batch(8, 2048, 132);
+  int first_request = 0;
+  for (int i = 0; i < 8; ++i) first_request += s2k[i].qo_start == 0;
+  EXPECT_GE(first_request, 2);
+  const std::vector<WorkItem> strict = causal_batch(8, 2048, 0);
+  EXPECT_LE(snake_makespan(s2k, 16, 132) * 50, snake_makespan(strict, 16, 132) * 51);
+}
+
+TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
+  // Tiles 4, 3, 2, 1 on a grid of 2, one head: round 0 gives CTA 0 the 4 and CTA 1 the 3;
+  // round 1 runs backwards, CTA 1 takes the 2 and CTA 0 the 1: loads 5 + 2 and 4 + 3.
+  std::vector<WorkItem> items;
+  for (int t : {4, 3, 2, 1}) items.push_back({0, 1, 0, 1, 0, 0, t, -1});
+  EXPECT_EQ(snake_makespan(items, 1, 2), 7);
+  EXPECT_EQ(snake_makespan(items, 2, 8), 5);  // 8 units on 8 CTAs: the longest unit
+  EXPECT_EQ(snake_makespan({}, 4, 132), 0);
 }
 
 TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {

@@ -1,5 +1,5 @@
-// detail::plan_sm90: builds the work list (query tile x KV split, longest first), picks the
-// number of KV splits, and uploads index arrays and the work list into the caller's
+// detail::plan_sm90: builds the work list (query tile x KV split, longest first in cost
+// buckets), picks the number of KV splits, and uploads index arrays and the work list into the caller's
 // workspace with one cudaMemcpyAsync on the plan's stream. A single request without splits
 // needs no work list (the kernel derives its tiles), so single_prefill runs without a
 // workspace.
@@ -81,6 +81,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.window_left = a.window_left;
   in.block_m = tile.block_m;
   in.block_n = tile.block_n;
+  in.num_qo_heads = H;
+  in.num_sms = state->num_sms;
   int64_t query_tiles = 0;
   for (int b = 0; b < B; ++b) query_tiles += (plan.qo_indptr[b + 1] - plan.qo_indptr[b] + tile.block_m - 1) / tile.block_m;
 

@@ -46,13 +46,39 @@ struct WorkListInput {
   int block_m = 0;
   int block_n = 0;
   int num_splits = 1;  // 1: items write O directly
+  // The persistent grid the list is ordered for (units = items x num_qo_heads, grid =
+  // min(units, num_sms)); num_sms = 0 orders strictly longest-first.
+  int num_qo_heads = 1;
+  int num_sms = 0;
 };
 
-// Items for every non-empty request, sorted by the number of KV tiles they visit, longest
-// first (stable, so equal items keep request order). Requests with qo_len = 0 get none;
-// every query row of the others is covered by exactly one item per split, including rows
-// that see no key (their item has an empty span and writes 0 / -inf).
+// Items for every non-empty request. Requests with qo_len = 0 get none; every query row of
+// the others is covered by exactly one item per split, including rows that see no key
+// (their item has an empty span and writes 0 / -inf).
+//
+// Order: longest-first in `num_buckets` cost buckets, and inside a bucket by request, then
+// longest-first. Strict longest-first (one bucket per length) balances the persistent
+// grid best, but under a causal mask it runs one query tile of every request and head
+// side by side, so a batch whose K/V exceeds L2 reads it from DRAM once per query tile
+// (S = 512 and 2k, B*S = 16k, D = 128: 2.5x and 8.5x its size, which bounds those rows by
+// DRAM bandwidth). Fewer buckets put the query tiles of one request together, so the CTAs
+// running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
+// whose predicted makespan stays within 2% of strict longest-first (order_buckets).
 std::vector<WorkItem> build_work_list(const WorkListInput& in);
+
+// The number of buckets build_work_list uses for these items (in request order, as built):
+// the smallest power of two whose snake_makespan is within 2% of strict longest-first's;
+// 0 means strict longest-first.
+int order_buckets(const std::vector<WorkItem>& items, const std::vector<int>& request, const WorkListInput& in);
+
+// Items sorted into `num_buckets` cost buckets (0: strictly longest-first); `request` is
+// each item's request index.
+void order_items(std::vector<WorkItem>& items, std::vector<int>& request, int num_buckets);
+
+// Makespan of the persistent schedule (schedule.h: round r takes the next `grid` units,
+// alternating direction) in KV steps, counting one extra step per unit for its start and
+// end.
+int64_t snake_makespan(const std::vector<WorkItem>& items, int num_qo_heads, int grid);
 
 // Longest KV span (in tiles) over the query tiles of the batch.
 int max_kv_tiles(const WorkListInput& in);
