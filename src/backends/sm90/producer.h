@@ -126,10 +126,15 @@ __device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page
 // so one warp instruction reads 32 / T rows x 16 T contiguous bytes, whole sectors, and a
 // thread's copies of a row differ only in constant offsets: one shared load and one address
 // per row instead of one per copy (the per-copy address arithmetic took half the SM's
-// issue slots). T = 2 measured faster than 8 (third session); 4 is unmeasured. Copy j of
-// row `row` lands at gather_dst<T>(row, q, j), which is swizzled_offset(row, (q + T j) * 8)
-// (checked below): q < T and T j % 8 share no bits, so the swizzle XOR splits.
-constexpr int kGatherThreadsPerRow = 2;
+// issue slots). Copy j of row `row` lands at gather_dst<T>(row, q, j), which is
+// swizzled_offset(row, (q + T j) * 8) (checked below): q < T and T j % 8 share no bits, so
+// the swizzle XOR splits.
+// T = 4 (8 rows x 64 B per warp instruction) measured fastest (ncu, D = 128, S = 16k,
+// fifth session): page 16 4.98 -> 4.61 ms and page 1 4.98 -> 4.69 ms against T = 2, with
+// L2 throughput 80% -> 55% (fewer, larger requests); T = 8 (4 rows x 128 B) 5.31 ms. D = 256
+// keeps T = 2: T = 4 raises its spills from 20 / 28 to 36 / 44 bytes (not measured there).
+template <int kHeadDim>
+constexpr int kGatherThreadsPerRow = kHeadDim == 256 ? 2 : 4;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
   static_assert(kThreadsPerRow == 2 || kThreadsPerRow == 4 || kThreadsPerRow == 8);
@@ -161,11 +166,12 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 template <class Traits>
 __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Traits::Element* base,
                                            typename Traits::Element* tile, int tid) {
-  constexpr int kRowsPerPass = 128 / kGatherThreadsPerRow;
-  constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kGatherThreadsPerRow;  // per row
+  constexpr int kThreadsPerRow = kGatherThreadsPerRow<Traits::kHeadDim>;
+  constexpr int kRowsPerPass = 128 / kThreadsPerRow;
+  constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
   static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
-  const int part = tid % kGatherThreadsPerRow;
-  const int row0 = tid / kGatherThreadsPerRow;
+  const int part = tid % kThreadsPerRow;
+  const int row0 = tid / kThreadsPerRow;
   const typename Traits::Element* src0 = base + part * Traits::kChunkCols;
 #pragma unroll
   for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
@@ -176,8 +182,8 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
     const uint32_t bytes = valid ? 16u : 0u;
 #pragma unroll
     for (int j = 0; j < kCopies; ++j)
-      ptx::cp_async_16_evict_last(tile + gather_dst<kGatherThreadsPerRow>(row, part, j, Traits::kBlockN),
-                                  src + j * kGatherThreadsPerRow * Traits::kChunkCols, bytes);
+      ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
+                                  src + j * kThreadsPerRow * Traits::kChunkCols, bytes);
   }
 }
 
