@@ -156,6 +156,23 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
   EXPECT_EQ(snake_makespan(items, 1, 2), 7);
   EXPECT_EQ(snake_makespan(items, 2, 8), 5);  // 8 units on 8 CTAs: the longest unit
   EXPECT_EQ(snake_makespan({}, 4, 132), 0);
+  // Against a unit-by-unit walk of schedule.h's unit_of_round on random lists.
+  std::mt19937 rng(3);
+  for (int iter = 0; iter < 200; ++iter) {
+    std::vector<WorkItem> list(rng() % 60);
+    for (WorkItem& w : list) w = {0, 1, 0, 1, 0, 0, static_cast<int>(rng() % 20), -1};
+    const int heads = 1 + static_cast<int>(rng() % 9), grid = 1 + static_cast<int>(rng() % 50);
+    const int64_t units = static_cast<int64_t>(list.size()) * heads;
+    const int64_t g = std::min<int64_t>(grid, units);
+    std::vector<int64_t> load(static_cast<std::size_t>(g), 0);
+    for (int64_t round = 0; g > 0 && round * g < units; ++round)
+      for (int64_t b = 0; b < g; ++b) {
+        const int64_t u = round * g + ((round & 1) ? g - 1 - b : b);
+        if (u < units) load[b] += list[u / heads].n_end + 1;
+      }
+    const int64_t expected = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+    ASSERT_EQ(snake_makespan(list, heads, grid), expected) << iter;
+  }
 }
 
 TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {

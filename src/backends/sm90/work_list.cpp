@@ -17,58 +17,86 @@ core::TileSpan query_tile_span(const WorkListInput& in, const core::MaskSpec& m,
 
 int tiles(const WorkItem& w) { return w.n_end - w.n_begin; }
 
+// Item indices by request, longest first inside a request (items come in request order).
+std::vector<int> request_order(const std::vector<WorkItem>& items, const std::vector<int>& request) {
+  std::vector<int> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  for (std::size_t b = 0; b < order.size();) {
+    std::size_t e = b;
+    while (e < order.size() && request[e] == request[b]) ++e;
+    std::stable_sort(order.begin() + b, order.begin() + e,
+                     [&](int x, int y) { return tiles(items[x]) > tiles(items[y]); });
+    b = e;
+  }
+  return order;
+}
+
+// `base` re-sorted (stably, by counting) into cost buckets, the largest first: num_buckets
+// buckets over 0..longest tiles, or one per length with num_buckets = 0 (strictly
+// longest-first). Linear in the items: plan() runs this per candidate on every call.
+std::vector<int> bucket_order(const std::vector<WorkItem>& items, const std::vector<int>& base, int num_buckets,
+                              int longest) {
+  const int K = num_buckets > 0 ? num_buckets : longest + 1;
+  auto bucket = [&](int i) {
+    return num_buckets > 0 ? static_cast<int>(static_cast<int64_t>(tiles(items[i])) * num_buckets / (longest + 1))
+                           : tiles(items[i]);
+  };
+  std::vector<std::size_t> start(K + 1, 0);
+  for (int i : base) ++start[bucket(i)];
+  std::size_t at = 0;  // bucket K-1 first
+  for (int k = K - 1; k >= 0; --k) {
+    const std::size_t n = start[k];
+    start[k] = at;
+    at += n;
+  }
+  std::vector<int> order(base.size());
+  for (int i : base) order[start[bucket(i)]++] = i;
+  return order;
+}
+
+// snake_makespan of the items taken in `order`: each item's heads are a run of units,
+// which covers a contiguous range of CTAs in each round it touches, added through a
+// difference array (time linear in items + rounds, not units).
+int64_t makespan(const std::vector<WorkItem>& items, const std::vector<int>& order, int num_qo_heads, int grid) {
+  const int64_t units = static_cast<int64_t>(order.size()) * num_qo_heads;
+  if (units == 0 || grid <= 0) return 0;
+  const int64_t g = std::min<int64_t>(grid, units);
+  std::vector<int64_t> diff(static_cast<std::size_t>(g) + 1, 0);
+  int64_t u = 0;
+  for (int i : order) {
+    const int64_t cost = tiles(items[i]) + 1;
+    for (const int64_t end = u + num_qo_heads; u < end;) {
+      const int64_t round = u / g, pos = u - round * g, take = std::min(end - u, g - pos);
+      const int64_t lo = (round & 1) ? g - pos - take : pos;
+      diff[lo] += cost;
+      diff[lo + take] -= cost;
+      u += take;
+    }
+  }
+  int64_t best = 0, load = 0;
+  for (int64_t c = 0; c < g; ++c) best = std::max(best, load += diff[c]);
+  return best;
+}
+
+// The fewest buckets (powers of two) whose makespan is within 2% of strict longest-first's;
+// 0 (strict) when none is.
+int choose_buckets(const std::vector<WorkItem>& items, const std::vector<int>& base, const WorkListInput& in,
+                   int longest) {
+  if (in.num_sms <= 0) return 0;
+  if (static_cast<int64_t>(items.size()) * in.num_qo_heads <= in.num_sms) return 1;  // one round: order is moot
+  const int64_t strict = makespan(items, bucket_order(items, base, 0, longest), in.num_qo_heads, in.num_sms);
+  for (int buckets = 1; buckets <= longest; buckets *= 2)
+    if (makespan(items, bucket_order(items, base, buckets, longest), in.num_qo_heads, in.num_sms) * 50 <= strict * 51)
+      return buckets;
+  return 0;
+}
+
 }  // namespace
 
-void order_items(std::vector<WorkItem>& items, std::vector<int>& request, int num_buckets) {
-  std::vector<int> perm(items.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
-  int longest = 0;
-  for (const WorkItem& w : items) longest = std::max(longest, tiles(w));
-  auto bucket = [&](int i) {
-    return num_buckets > 0 ? static_cast<int64_t>(tiles(items[i])) * num_buckets / (longest + 1) : tiles(items[i]);
-  };
-  std::stable_sort(perm.begin(), perm.end(), [&](int x, int y) {
-    const int64_t bx = bucket(x), by = bucket(y);
-    if (bx != by) return bx > by;
-    if (request[x] != request[y]) return request[x] < request[y];
-    return tiles(items[x]) > tiles(items[y]);
-  });
-  std::vector<WorkItem> w(items.size());
-  std::vector<int> r(items.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) {
-    w[i] = items[perm[i]];
-    r[i] = request[perm[i]];
-  }
-  items.swap(w);
-  request.swap(r);
-}
-
 int64_t snake_makespan(const std::vector<WorkItem>& items, int num_qo_heads, int grid) {
-  const int64_t units = static_cast<int64_t>(items.size()) * num_qo_heads;
-  if (units == 0 || grid <= 0) return 0;
-  const int g = static_cast<int>(std::min<int64_t>(grid, units));
-  std::vector<int64_t> load(g, 0);
-  for (int64_t u = 0; u < units; ++u) {
-    const int64_t round = u / g, pos = u % g;
-    load[(round & 1) ? g - 1 - pos : pos] += tiles(items[u / num_qo_heads]) + 1;
-  }
-  return *std::max_element(load.begin(), load.end());
-}
-
-int order_buckets(const std::vector<WorkItem>& items, const std::vector<int>& request, const WorkListInput& in) {
-  if (in.num_sms <= 0 || items.empty()) return 0;
-  int longest = 0;
-  for (const WorkItem& w : items) longest = std::max(longest, tiles(w));
-  auto makespan = [&](int buckets) {
-    std::vector<WorkItem> w = items;
-    std::vector<int> r = request;
-    order_items(w, r, buckets);
-    return snake_makespan(w, in.num_qo_heads, in.num_sms);
-  };
-  const int64_t best = makespan(0);
-  for (int buckets = 1; buckets <= longest; buckets *= 2)
-    if (makespan(buckets) * 50 <= best * 51) return buckets;
-  return 0;
+  std::vector<int> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  return makespan(items, order, num_qo_heads, grid);
 }
 
 std::vector<WorkItem> build_work_list(const WorkListInput& in) {
@@ -87,8 +115,13 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in) {
       }
     }
   }
-  order_items(items, request, order_buckets(items, request, in));
-  return items;
+  int longest = 0;
+  for (const WorkItem& w : items) longest = std::max(longest, tiles(w));
+  const std::vector<int> base = request_order(items, request);
+  std::vector<WorkItem> ordered;
+  ordered.reserve(items.size());
+  for (int i : bucket_order(items, base, choose_buckets(items, base, in, longest), longest)) ordered.push_back(items[i]);
+  return ordered;
 }
 
 int max_kv_tiles(const WorkListInput& in) {

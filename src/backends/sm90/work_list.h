@@ -60,20 +60,12 @@ struct WorkListInput {
 // longest-first. Strict longest-first (one bucket per length) balances the persistent
 // grid best, but under a causal mask it runs one query tile of every request and head
 // side by side, so a batch whose K/V exceeds L2 reads it from DRAM once per query tile
-// (S = 512 and 2k, B*S = 16k, D = 128: 2.5x and 8.5x its size, which bounds those rows by
-// DRAM bandwidth). Fewer buckets put the query tiles of one request together, so the CTAs
+// (S = 512 and 2k at B*S = 16k, D = 128: 2.5x and 8.5x its size; DRAM 57-66% busy under
+// ncu, 28-37% with buckets, 5-6% less time). Fewer buckets put the query tiles of one request together, so the CTAs
 // running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
-// whose predicted makespan stays within 2% of strict longest-first (order_buckets).
+// whose makespan under the persistent schedule (snake_makespan) stays within 2% of strict
+// longest-first's.
 std::vector<WorkItem> build_work_list(const WorkListInput& in);
-
-// The number of buckets build_work_list uses for these items (in request order, as built):
-// the smallest power of two whose snake_makespan is within 2% of strict longest-first's;
-// 0 means strict longest-first.
-int order_buckets(const std::vector<WorkItem>& items, const std::vector<int>& request, const WorkListInput& in);
-
-// Items sorted into `num_buckets` cost buckets (0: strictly longest-first); `request` is
-// each item's request index.
-void order_items(std::vector<WorkItem>& items, std::vector<int>& request, int num_buckets);
 
 // Makespan of the persistent schedule (schedule.h: round r takes the next `grid` units,
 // alternating direction) in KV steps, counting one extra step per unit for its start and
