@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backends/sm90/tile_config.h"
@@ -16,6 +17,20 @@
 
 namespace flashband::sm90 {
 namespace {
+
+// True when `items` are in K cost buckets (bucket = tiles * K / (longest + 1)), largest
+// first, and inside a bucket by request (qo_start), then longest-first.
+bool in_buckets(const std::vector<WorkItem>& items, int K) {
+  int longest = 0;
+  for (const WorkItem& w : items) longest = std::max(longest, w.n_end - w.n_begin);
+  auto key = [&](const WorkItem& w) {
+    const int t = w.n_end - w.n_begin;
+    return std::make_tuple(-static_cast<int64_t>(t) * K / (longest + 1), w.qo_start, -t);
+  };
+  for (size_t i = 1; i < items.size(); ++i)
+    if (key(items[i]) < key(items[i - 1])) return false;
+  return true;
+}
 
 // For every 64-row slab of query tile `m_block`: tiles classified hidden have no visible
 // pair, full tiles only visible pairs, partial tiles follow row_kv_range; and every visible
@@ -74,6 +89,14 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     const std::vector<WorkItem> items = build_work_list(in);
     ASSERT_LE(snake_makespan(items, in.num_qo_heads, in.num_sms) * 50,
               snake_makespan(strict, in.num_qo_heads, in.num_sms) * 51);
+    auto fields = [](const WorkItem& w) {
+      return std::make_tuple(w.qo_start, w.qo_len, w.kv_start, w.kv_len, w.m_block, w.n_begin, w.n_end, w.split);
+    };
+    // Strict longest-first when no bucket count keeps the balance.
+    bool bucketed = std::equal(items.begin(), items.end(), strict.begin(), strict.end(),
+                               [&](const WorkItem& a, const WorkItem& b) { return fields(a) == fields(b); });
+    for (int K = 1; K <= 1024 && !bucketed; K *= 2) bucketed = in_buckets(items, K);
+    ASSERT_TRUE(bucketed) << iter;
     size_t expected = 0;
     for (int b = 0; b < B; ++b) {
       const int q = qo[b + 1] - qo[b];
@@ -160,7 +183,10 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
   std::mt19937 rng(3);
   for (int iter = 0; iter < 200; ++iter) {
     std::vector<WorkItem> list(rng() % 60);
-    for (WorkItem& w : list) w = {0, 1, 0, 1, 0, 0, static_cast<int>(rng() % 20), -1};
+    for (WorkItem& w : list) {
+      const int begin = static_cast<int>(rng() % 5);
+      w = {0, 1, 0, 1, 0, begin, begin + static_cast<int>(rng() % 20), -1};
+    }
     const int heads = 1 + static_cast<int>(rng() % 9), grid = 1 + static_cast<int>(rng() % 50);
     const int64_t units = static_cast<int64_t>(list.size()) * heads;
     const int64_t g = std::min<int64_t>(grid, units);
@@ -168,7 +194,7 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
     for (int64_t round = 0; g > 0 && round * g < units; ++round)
       for (int64_t b = 0; b < g; ++b) {
         const int64_t u = round * g + ((round & 1) ? g - 1 - b : b);
-        if (u < units) load[b] += list[u / heads].n_end + 1;
+        if (u < units) load[b] += list[u / heads].n_end - list[u / heads].n_begin + 1;
       }
     const int64_t expected = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
     ASSERT_EQ(snake_makespan(list, heads, grid), expected) << iter;

@@ -1,6 +1,7 @@
-// The sm90 work list: one item per (request, query tile, KV split), ordered longest-first so
-// that a persistent grid that takes items round-robin finishes its long ones early (an
-// approximation of longest-processing-time scheduling). Every query head of an item is a
+// The sm90 work list: one item per (request, query tile, KV split), ordered longest-first in
+// cost buckets so that a persistent grid that takes items round-robin finishes its long
+// ones early (an approximation of longest-processing-time scheduling) while the query tiles
+// of a request run close together. Every query head of an item is a
 // separate unit of work: unit w is item w / num_qo_heads, head w % num_qo_heads, so the heads
 // of one GQA group run side by side and share their K/V tiles in L2.
 #pragma once
@@ -56,8 +57,8 @@ struct WorkListInput {
 // the others is covered by exactly one item per split, including rows that see no key
 // (their item has an empty span and writes 0 / -inf).
 //
-// Order: longest-first in `num_buckets` cost buckets, and inside a bucket by request, then
-// longest-first. Strict longest-first (one bucket per length) balances the persistent
+// Order: longest-first in K cost buckets (bucket = tiles * K / (longest + 1)), and inside a
+// bucket by request, then longest-first. Strict longest-first (one bucket per length) balances the persistent
 // grid best, but under a causal mask it runs one query tile of every request and head
 // side by side, so a batch whose K/V exceeds L2 reads it from DRAM once per query tile
 // (S = 512 and 2k at B*S = 16k, D = 128: 2.5x and 8.5x its size; DRAM 57-66% busy under
