@@ -191,6 +191,12 @@ def _decode_extra(results: dict):
     return "best flashband / copy bandwidth", f
 
 
+def _targets(results: dict) -> List[str]:
+    import targets  # imports this module: loaded on first use
+
+    return targets.table(results)
+
+
 # --- the page ----------------------------------------------------------------------------------
 
 def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
@@ -236,6 +242,10 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
         ("5. Decode", "Hq = 32, Hk = 8, D = 128, page size 16, TB/s of Q, K, V, O moved once. "
          "Peers read the same pages as one contiguous KV.",
          _section_table(results, "decode", ["B", "kv"], notes, _decode_extra(results))),
+        ("6. Against the issues' targets", "Each flashband backend alone against the peer the "
+         "issue names, in this run (`bench/targets.py`): cuDNN is the faster of flashband's "
+         "cuDNN graph and SDPA's; band share: time with the window over (visible-pair share x "
+         "time without it).", _targets(results)),
     ]
     for title, text, body in sections:
         out += [f"## {title}", "", text, ""] + body + [""]

@@ -30,3 +30,52 @@ def test_selftest_renders_every_section(tmp_path):
     subprocess.run([sys.executable, str(RUN), "--report-only", str(tmp_path / "results.json"),
                     "--out", str(again)], check=True, capture_output=True)
     assert (again / "benchmarks.md").read_text() == md
+
+
+def _targets_module():
+    sys.path.insert(0, str(RUN.parent))
+    import targets  # noqa: E402  (bench/ is not a package)
+
+    return targets
+
+
+def _case(section, plot, flops, results):
+    return {"section": section, "name": str(plot), "plot": plot, "flops": flops, "results": results}
+
+
+def test_targets_compare_each_backend_with_the_named_peer():
+    targets = _targets_module()
+
+    def r(tflops, ms=1.0, err=0.01):
+        return {"tflops": tflops, "ms": ms, "max_abs_err": err}
+
+    cases = [
+        # sm90 1.2x the faster cuDNN (SDPA's), at 2k: meets 1.10x; at 16k 1.05x: does not.
+        _case("dense", {"D": 128, "S": 2048, "mask": "causal"}, 1.0,
+              {"flashband-sm90": r(600), "flashband-cudnn": r(400), "sdpa-cudnn": r(500),
+               "flashband-sm80": r(330), "sdpa-fa2": r(300)}),
+        _case("dense", {"D": 128, "S": 16384, "mask": "non-causal"}, 1.0,
+              {"flashband-sm90": r(630), "sdpa-cudnn": r(600),
+               "flashband-sm80": r(700, err=0.5), "sdpa-fa2": r(300)}),  # sm80 untrusted
+        # Window: a quarter of the pairs in 0.30 of the time -> 1.2x the band share.
+        _case("window", {"S": 16384, "W": 4096, "mask": "causal"}, 0.25,
+              {"flashband-sm90": r(500, ms=0.30), "flex": r(300), "flashband-sm80": r(1, ms=0.25)}),
+        _case("window", {"S": 16384, "W": -1, "mask": "causal"}, 1.0,
+              {"flashband-sm90": r(500, ms=1.0), "flashband-sm80": r(1, ms=1.0)}),
+    ]
+    rows = {t: (m, ok) for _, t, m, ok in targets.rows({"cases": cases, "ceilings": {"gemm_tflops": 700.0}})}
+    assert rows["sm90 dense >= 1.10x cuDNN, S >= 2k"] == ("1.05-1.20x", "no")
+    assert rows["sm90 dense >= 1.0x cuDNN, S = 512"] == ("not run", "—")
+    assert rows["sm90 D=128 S=16k non-causal >= 680 TFLOP/s"] == ("630 (90% of this run's GEMM 700)", "no")
+    assert rows["sm80 dense D=128 >= 1.1x FA2"] == ("1.10x (1 of 2 rows missing)", "no")
+    assert rows["sm90 causal W=4096 S=16k >= 1.5x Flex"] == ("1.67x", "yes")
+    assert rows["sm90 window W=4096 time <= 1.1x band share"] == ("1.20x", "no")
+    assert rows["sm80 window W=4096 time <= 1.2x band share"] == ("1.00x", "yes")
+    assert rows["sm90 paged page 16 >= 0.95x ragged"] == ("not run", "—")
+
+
+def test_report_has_the_targets_section(tmp_path):
+    subprocess.run([sys.executable, str(RUN), "--selftest", "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    md = (tmp_path / "benchmarks.md").read_text()
+    assert "Against the issues' targets" in md and "| issue | target | measured | met |" in md

@@ -1,0 +1,121 @@
+"""The issues' performance targets (sm80: issue 3, sm90: issue 4), checked against one
+benchmark run's results, so each run states what it meets instead of a hand-made table.
+
+Each target compares a flashband backend alone (not the best of flashband) with the peer the
+issue names, in the same run: "cuDNN" is the faster of cuDNN through flashband's own graph
+and through torch SDPA, "FA2" is torch SDPA's FlashAttention-2 and "Flex" FlexAttention.
+A target whose rows did not run (a quick run, a failed implementation) reads "not run".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from report import ok as trusted
+
+Row = Tuple[str, str, str, str]  # issue, target, measured, met
+
+
+def _value(case: Optional[dict], impl: str, key: str = "tflops") -> Optional[float]:
+    r = case["results"].get(impl) if case else None
+    return r[key] if trusted(r) and key in r else None
+
+
+def _find(results: dict, section: str, **plot) -> Optional[dict]:
+    for c in results["cases"]:
+        if c["section"] == section and all(c["plot"].get(k) == v for k, v in plot.items()):
+            return c
+    return None
+
+
+def _cudnn(case: dict) -> Optional[float]:
+    vals = [v for v in (_value(case, "flashband-cudnn"), _value(case, "sdpa-cudnn")) if v]
+    return max(vals) if vals else None
+
+
+def _span(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+
+
+def _ratio_row(issue: str, target: str, pairs: List[Tuple[Optional[float], Optional[float]]],
+               ok: Callable[[float], bool]) -> Row:
+    """pairs: (ours, reference); the target holds when ok() holds for every ratio."""
+    ratios = [a / b for a, b in pairs if a and b]
+    if not ratios:
+        return issue, target, "not run", "—"
+    if len(ratios) < len(pairs):
+        return issue, target, _span(ratios) + f" ({len(pairs) - len(ratios)} of {len(pairs)} rows missing)", "no"
+    return issue, target, _span(ratios), "yes" if all(ok(r) for r in ratios) else "no"
+
+
+def _band_share(results: dict, impl: str, W: int) -> List[Tuple[Optional[float], Optional[float]]]:
+    """Per window row: (time with the window, share of visible pairs x time without)."""
+    pairs = []
+    for c in results["cases"]:
+        if c["section"] != "window" or c["plot"]["W"] != W:
+            continue
+        plain = _find(results, "window", S=c["plot"]["S"], W=-1, mask=c["plot"]["mask"])
+        t, t0 = _value(c, impl, "ms"), _value(plain, impl, "ms")
+        pairs.append((t, c["flops"] / plain["flops"] * t0 if plain and t0 else None))
+    return pairs
+
+
+def _paged(results: dict, impl: str, page: int) -> List[Tuple[Optional[float], Optional[float]]]:
+    pairs = []
+    for c in results["cases"]:
+        if c["section"] == "paged" and c["plot"]["page_size"] == page:
+            ragged = _find(results, "paged", shape=c["plot"]["shape"], page_size=0)
+            pairs.append((_value(c, impl), _value(ragged, impl)))
+    return pairs
+
+
+def rows(results: dict) -> List[Row]:
+    out: List[Row] = []
+    dense = [c for c in results["cases"] if c["section"] == "dense"]
+    sm90 = "flashband-sm90"
+    out.append(_ratio_row("4", "sm90 dense >= 1.10x cuDNN, S >= 2k",
+                          [(_value(c, sm90), _cudnn(c)) for c in dense if c["plot"]["S"] >= 2048],
+                          lambda r: r >= 1.10))
+    out.append(_ratio_row("4", "sm90 dense >= 1.0x cuDNN, S = 512",
+                          [(_value(c, sm90), _cudnn(c)) for c in dense if c["plot"]["S"] == 512],
+                          lambda r: r >= 1.0))
+    big = _value(_find(results, "dense", D=128, S=16384, mask="non-causal"), sm90)
+    gemm = results.get("ceilings", {}).get("gemm_tflops")
+    out.append(("4", "sm90 D=128 S=16k non-causal >= 680 TFLOP/s",
+                f"{big:.0f}" + (f" ({100 * big / gemm:.0f}% of this run's GEMM {gemm:.0f})" if gemm else "")
+                if big else "not run", ("yes" if big >= 680 else "no") if big else "—"))
+    out.append(_ratio_row("4", "sm90 causal W=4096 S=16k >= 1.5x Flex",
+                          [(_value(c, sm90), _value(c, "flex"))
+                           for c in [_find(results, "window", S=16384, W=4096, mask="causal")] if c],
+                          lambda r: r >= 1.5))
+    out.append(_ratio_row("4", "sm90 window W=4096 time <= 1.1x band share", _band_share(results, sm90, 4096),
+                          lambda r: r <= 1.1))
+    out.append(_ratio_row("4", "sm90 window W=1024 time <= 1.1x band share", _band_share(results, sm90, 1024),
+                          lambda r: r <= 1.1))
+    chunk = _find(results, "chunk", chunk=512, W=-1)
+    ref = _find(results, "dense", D=128, S=16384, mask="non-causal")
+    out.append(_ratio_row("4", "sm90 chunk 512 over 32k >= 0.70x dense D=128 16k",
+                          [(_value(chunk, sm90), _value(ref, sm90))] if chunk and ref else [],
+                          lambda r: r >= 0.70))
+    out.append(_ratio_row("4", "sm90 paged page 16 >= 0.95x ragged", _paged(results, sm90, 16), lambda r: r >= 0.95))
+    out.append(_ratio_row("4", "sm90 paged page 1 >= 0.85x ragged", _paged(results, sm90, 1), lambda r: r >= 0.85))
+    sm80 = "flashband-sm80"
+    out.append(_ratio_row("3", "sm80 dense D=128 >= 1.1x FA2",
+                          [(_value(c, sm80), _value(c, "sdpa-fa2")) for c in dense if c["plot"]["D"] == 128],
+                          lambda r: r >= 1.1))
+    for W in (1024, 4096):
+        out.append(_ratio_row("3", f"sm80 window W={W} time <= 1.2x band share", _band_share(results, sm80, W),
+                              lambda r: r <= 1.2))
+    out.append(_ratio_row("3", "sm80 paged page 16 >= 0.9x ragged", _paged(results, sm80, 16), lambda r: r >= 0.9))
+    dec = _find(results, "decode", B=128, kv=32768)
+    copy = results.get("ceilings", {}).get("copy_tbps")
+    out.append(_ratio_row("3", "sm80 decode B=128 kv=32k >= 80% of copy bandwidth",
+                          [(_value(dec, sm80, "tbps"), copy)] if dec else [], lambda r: r >= 0.8))
+    return out
+
+
+def table(results: dict) -> List[str]:
+    lines = ["| issue | target | measured | met |", "|---|---|---|---|"]
+    lines += [f"| {i} | {t} | {m} | {ok} |" for i, t, m, ok in rows(results)]
+    return lines
