@@ -57,7 +57,7 @@ struct KernelTraits {
   // to the allocation granule of 8); the producer gives registers back and the consumers
   // take them, and the two must balance within that pool or setmaxnreg.inc waits forever.
   // A TMA producer is one thread issuing copies (24 is the minimum): consumers get 240. The
-  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (one 4-byte spill at
+  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (8 bytes of spills at
   // D = 128); its consumers get 232 ((168 x 384 - 32 x 128) / 256 = 236, rounded down to
   // the granule), as they did at 40. 32 measured 5% faster than 40 at page 16 (ncu, D = 128,
   // S = 16k) for a reason in the producer's code that is not established; 232 instead of
