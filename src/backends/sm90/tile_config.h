@@ -69,8 +69,15 @@ struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
   static constexpr bool kPingPong = true, kFuseUnits = false;
 };
+// D = 256 wide: 80 keys (S 40 + P 20 + O 128 regs), 64 KB + 2 x 80 KB = 224 KB, which fits
+// only without the paged row tables (shared_storage.h drops them in wide kernels). The
+// per-step costs spread over 1.25x the columns of the 64-key tile (FlashAttention-3 uses
+// 80 at D = 256 too).
 template <>
-struct TileConfig<256, true> : TileConfig<256, false> {};
+struct TileConfig<256, true> {
+  static constexpr int kBlockM = 128, kBlockN = 80, kStages = 2, kQStages = 1;
+  static constexpr bool kPingPong = false, kFuseUnits = false;
+};
 
 // Host code sizes workspaces from kBlockM alone: every variant must agree on it.
 static_assert(TileConfig<64, true>::kBlockM == TileConfig<64, false>::kBlockM &&
