@@ -32,13 +32,13 @@ const Compiled kCompiled[] = {
     {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, nullptr},
     {DType::kF16, 128, kContiguous, kLaunch<DType::kF16, 128, false>, kLaunch<DType::kF16, 128, false, true>},
     {DType::kF16, 128, kPaged, kLaunch<DType::kF16, 128, true>, nullptr},
-    {DType::kF16, 256, kContiguous, kLaunch<DType::kF16, 256, false>, nullptr},
+    {DType::kF16, 256, kContiguous, kLaunch<DType::kF16, 256, false>, kLaunch<DType::kF16, 256, false, true>},
     {DType::kF16, 256, kPaged, kLaunch<DType::kF16, 256, true>, nullptr},
     {DType::kBF16, 64, kContiguous, kLaunch<DType::kBF16, 64, false>, nullptr},
     {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, nullptr},
     {DType::kBF16, 128, kContiguous, kLaunch<DType::kBF16, 128, false>, kLaunch<DType::kBF16, 128, false, true>},
     {DType::kBF16, 128, kPaged, kLaunch<DType::kBF16, 128, true>, nullptr},
-    {DType::kBF16, 256, kContiguous, kLaunch<DType::kBF16, 256, false>, nullptr},
+    {DType::kBF16, 256, kContiguous, kLaunch<DType::kBF16, 256, false>, kLaunch<DType::kBF16, 256, false, true>},
     {DType::kBF16, 256, kPaged, kLaunch<DType::kBF16, 256, true>, nullptr},
 };
 

@@ -7,8 +7,9 @@
 //   warpgroup). Each consumer holds S (64 x kBlockN) and O (64 x D) in float32 registers.
 // - kBlockN: the widest KV tile whose S and O accumulators still fit the 240 registers a
 //   consumer thread gets after setmaxnreg: D=64 -> 128 (S 64 + O 32 regs), D=128 -> 128 (S 64
-//   + O 64), D=256 -> 64 (S 32 + O 128). Only wgmma N values that CUTLASS compiles without its
-//   "extended shapes" switch (multiples of 64 here) are used, to keep compile time down.
+//   + O 64), D=256 -> 64 (S 32 + O 128). The narrow tiles use only wgmma N values that
+//   CUTLASS compiles without its "extended shapes" switch (multiples of 64), to keep compile
+//   time down; the wide ones (176, 80) switch it on in their own files.
 // - kStages: as many K+V stages as shared memory holds next to Q (kBlockM x D):
 //   D=64: 16 KB + 3 x 32 KB; D=128: 32 KB + 2 x 64 KB; D=256: 64 KB + 2 x 64 KB.
 // - kQStages: Q buffers. With two, the next work unit's Q loads while the current unit runs
@@ -69,8 +70,15 @@ struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
   static constexpr bool kPingPong = true, kFuseUnits = false;
 };
+// D = 256 wide: 80 keys (S 40 + P 20 + O 128 regs), 64 KB + 2 x 80 KB = 224 KB, which fits
+// only without the paged row tables (shared_storage.h drops them in wide kernels). The
+// per-step costs spread over 1.25x the columns of the 64-key tile (FlashAttention-3 uses
+// 80 at D = 256 too).
 template <>
-struct TileConfig<256, true> : TileConfig<256, false> {};
+struct TileConfig<256, true> {
+  static constexpr int kBlockM = 128, kBlockN = 80, kStages = 2, kQStages = 1;
+  static constexpr bool kPingPong = false, kFuseUnits = false;
+};
 
 // Host code sizes workspaces from kBlockM alone: every variant must agree on it.
 static_assert(TileConfig<64, true>::kBlockM == TileConfig<64, false>::kBlockM &&
