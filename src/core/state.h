@@ -19,6 +19,13 @@ inline float fb_log2(float x) { return std::log2(x); }
 #endif
 FB_HD constexpr float neg_inf() { return -__builtin_huge_valf(); }
 
+// How far (base 2) a tile's maximum may exceed a kernel's running reference m before m
+// moves. Weights are 2^(x * scale2 - m * scale2), so a stale m leaves them <= 2^8: exact in
+// float32 and in P's 16-bit formats, and O and d stay relative to the same m, so the final
+// O / d and m + log2 d are unchanged. In exchange m, and with it the O rescale, moves only
+// when the maximum jumps, not whenever it creeps up.
+constexpr float kMaxSlack = 8.0f;
+
 // Running max `m` and denominator `d` of one query row over the keys seen so far.
 struct SoftmaxState {
   float m = neg_inf();

@@ -64,12 +64,6 @@ __device__ __forceinline__ float tree_sum(float (&v)[N]) {
   return v[0];
 }
 
-// How far (base 2) a tile's maximum may exceed the running reference m before m moves.
-// Probabilities are 2^(x * scale2 - m * scale2), so a stale m leaves them <= 2^8: exact in
-// float32 and in P's 16-bit formats, and o and d stay relative to the same m, so the final
-// o / d and m + log2 d are unchanged. In exchange m, and with it the O rescale, moves only
-// when the maximum jumps, not whenever it creeps up.
-constexpr float kMaxSlack = 8.0f;
 
 // Folds one tile into the running state: updates m and d, rescales o when m moved (skipped
 // when no row of the warp moved), and turns s into probabilities (unnormalised, relative to
@@ -89,7 +83,7 @@ __device__ __forceinline__ void online_softmax_update(float (&s)[kSTiles][4], fl
     // m = -inf with mx finite: +inf > slack, so m moves and factor = 2^-inf = 0. mx = -inf
     // (nothing visible in this tile): -inf or NaN, never > slack, so m stays.
     factor[r] = 1.0f;
-    if ((mx - st.m[r]) * scale2 > kMaxSlack) {
+    if ((mx - st.m[r]) * scale2 > core::kMaxSlack) {
       factor[r] = fast_exp2((st.m[r] - mx) * scale2);
       st.m[r] = mx;
     }

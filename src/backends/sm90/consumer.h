@@ -143,7 +143,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
       for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * p.softcap_pre);
     }
     if (cls != core::TileClass::kFull) apply_mask(S, cS, spec, tile_row0, key0);
-    softmax.update(S, p.scale_log2, correction);
+    return softmax.update(S, p.scale_log2, correction);  // whether O needs the rescale
   };
   auto convert_p = [&] {
 #pragma unroll
@@ -235,12 +235,12 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
-        score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
+        const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
         warpgroup_wait<0>();  // PV(n+1) done: O and P are free
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(rP);
         warp_release(&s.v_empty[v_ring.stage]);
-        softmax.rescale(O, correction);
+        if (moved) softmax.rescale(O, correction);
         convert_p();
         v_ring = ring;
         ring.advance();

@@ -43,10 +43,13 @@ struct RowSoftmax {
   }
 
   // s: (rows, cols) view of one S tile, capped and masked; replaced by the weights
-  // exp2(s * scale_log2 - max * scale_log2). Returns in `correction` the factor each row of
-  // the output accumulator must be multiplied by to move to the new maxima (rescale()).
+  // exp2(s * scale_log2 - max * scale_log2), where max is the row's reference, which moves
+  // only when the tile's maximum exceeds it by more than core::kMaxSlack (base 2). Returns
+  // in `correction` the factor each row of the output accumulator must be multiplied by to
+  // move to the new references (rescale()), and whether any row of the warp moved: when
+  // none did, every factor is 1 and the rescale can be skipped (a warp-uniform answer).
   template <class TensorS>
-  __device__ __forceinline__ void update(TensorS& s, float scale_log2, float (&correction)[kRows]) {
+  __device__ __forceinline__ bool update(TensorS& s, float scale_log2, float (&correction)[kRows]) {
     static_assert(decltype(cute::size<0>(s))::value == kRows);
     constexpr int kCols = decltype(cute::size<1>(s))::value;
     static_assert(kCols >= 4);
@@ -63,14 +66,22 @@ struct RowSoftmax {
       for (int c = kLanes; c < kCols; ++c) m_part[r][c % kLanes] = fmaxf(m_part[r][c % kLanes], s(r, c));
     }
 #pragma unroll
+    bool moved = false;
     for (int r = 0; r < kRows; ++r) {
-      float m = row_max[r];
+      float m = m_part[r][0];
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) m = fmaxf(m, m_part[r][l]);
+      for (int l = 1; l < kLanes; ++l) m = fmaxf(m, m_part[r][l]);
       m = quad_max(m);
-      // Previous max -inf (nothing seen yet): exp2(-inf) = 0, and the accumulator is 0 anyway.
-      correction[r] = m == row_max[r] ? 1.0f : ptx::ex2((row_max[r] - m) * scale_log2);
-      row_max[r] = m;
+      // Reference -inf with a finite tile max: +inf > slack, so it moves and the factor is
+      // exp2(-inf) = 0 (the accumulator is 0 anyway). Tile max -inf (nothing visible): -inf
+      // or NaN, never > slack, so the reference stays.
+      correction[r] = 1.0f;
+      if ((m - row_max[r]) * scale_log2 > core::kMaxSlack) {
+        correction[r] = ptx::ex2((row_max[r] - m) * scale_log2);
+        row_max[r] = m;
+        moved = true;
+      }
+      m = row_max[r];
       const float m_scaled = m == core::neg_inf() ? 0.0f : m * scale_log2;
       float sum[kLanes];
 #pragma unroll
@@ -85,6 +96,7 @@ struct RowSoftmax {
       for (int l = 1; l < kLanes; ++l) sum[0] += sum[l];
       row_sum[r] = row_sum[r] * correction[r] + sum[0];
     }
+    return __any_sync(0xffffffffu, moved);
   }
 
   // o: (rows, cols) view of the output accumulator.
