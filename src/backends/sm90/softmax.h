@@ -1,8 +1,9 @@
 // Online softmax over the rows a consumer thread holds, in base 2 (SPEC.md, core/state.h).
-// Logits arrive raw (after the soft cap, before scaling): the row max is kept raw, and
-// exp2(s * scale_log2 - max * scale_log2) is one FFMA and one ex2 per element. Rows that have
-// seen only -inf keep max = -inf; every (-inf) - (-inf) is avoided, so fully masked rows end
-// with sum 0, output 0 and LSE -inf.
+// Logits arrive raw (after the soft cap, before scaling): the row's reference max is kept raw,
+// and exp2(s * scale_log2 - max * scale_log2) is one FFMA and one ex2 per element. Rows that
+// have seen only -inf keep max = -inf (a (-inf) - (-inf) in the move test is NaN, which
+// compares false, so it keeps the reference), so fully masked rows end with sum 0, output 0
+// and LSE -inf.
 #pragma once
 #include <cute/tensor.hpp>
 
@@ -65,8 +66,8 @@ struct RowSoftmax {
 #pragma unroll
       for (int c = kLanes; c < kCols; ++c) m_part[r][c % kLanes] = fmaxf(m_part[r][c % kLanes], s(r, c));
     }
-#pragma unroll
     bool moved = false;
+#pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float m = m_part[r][0];
 #pragma unroll
