@@ -31,7 +31,7 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
 // shuffles can run while the last P V is still in flight).
 template <class Element, int kRows, class TensorO, class TensorC>
 __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t, int tile_row0, const TensorO& o,
-                                           const TensorC& c, const typename RowSoftmax<kRows>::Final (&fin)[kRows],
+                                           const TensorC& c, const RowFinal (&fin)[kRows],
                                            int head_dim) {
   const WorkItem& it = t.item;
   const bool quad_leader = (threadIdx.x % 4) == 0;

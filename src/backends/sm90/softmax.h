@@ -30,7 +30,14 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-template <int kRows>
+struct RowFinal {
+  float scale;  // multiplies the accumulator; 0 for a row that saw no key
+  float lse;    // base 2; -inf for a row that saw no key
+};
+
+// kLazy: the reference moves only on jumps beyond core::kMaxSlack and update() reports
+// whether any row of the warp moved; otherwise it follows every new maximum (always "moved").
+template <int kRows, bool kLazy>
 struct RowSoftmax {
   float row_max[kRows];  // raw logits; -inf until a visible key is seen
   float row_sum[kRows];  // this thread's share of the sum of weights
@@ -44,8 +51,8 @@ struct RowSoftmax {
   }
 
   // s: (rows, cols) view of one S tile, capped and masked; replaced by the weights
-  // exp2(s * scale_log2 - max * scale_log2), where max is the row's reference, which moves
-  // only when the tile's maximum exceeds it by more than core::kMaxSlack (base 2). Returns
+  // exp2(s * scale_log2 - max * scale_log2), where max is the row's reference, which (kLazy)
+  // moves only when the tile's maximum exceeds it by more than core::kMaxSlack (base 2). Returns
   // in `correction` the factor each row of the output accumulator must be multiplied by to
   // move to the new references (rescale()), and whether any row of the warp moved: when
   // none did, every factor is 1 and the rescale can be skipped (a warp-uniform answer).
@@ -69,20 +76,26 @@ struct RowSoftmax {
     bool moved = false;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      float m = m_part[r][0];
+      float m = kLazy ? m_part[r][0] : row_max[r];
 #pragma unroll
-      for (int l = 1; l < kLanes; ++l) m = fmaxf(m, m_part[r][l]);
+      for (int l = kLazy ? 1 : 0; l < kLanes; ++l) m = fmaxf(m, m_part[r][l]);
       m = quad_max(m);
-      // Reference -inf with a finite tile max: +inf > slack, so it moves and the factor is
-      // exp2(-inf) = 0 (the accumulator is 0 anyway). Tile max -inf (nothing visible): -inf
-      // or NaN, never > slack, so the reference stays.
-      correction[r] = 1.0f;
-      if ((m - row_max[r]) * scale_log2 > core::kMaxSlack) {
-        correction[r] = ptx::ex2((row_max[r] - m) * scale_log2);
+      if constexpr (kLazy) {
+        // Reference -inf with a finite tile max: +inf > slack, so it moves and the factor is
+        // exp2(-inf) = 0 (the accumulator is 0 anyway). Tile max -inf (nothing visible): -inf
+        // or NaN, never > slack, so the reference stays.
+        correction[r] = 1.0f;
+        if ((m - row_max[r]) * scale_log2 > core::kMaxSlack) {
+          correction[r] = ptx::ex2((row_max[r] - m) * scale_log2);
+          row_max[r] = m;
+          moved = true;
+        }
+        m = row_max[r];
+      } else {
+        // Previous max -inf (nothing seen yet): exp2(-inf) = 0, and the accumulator is 0.
+        correction[r] = m == row_max[r] ? 1.0f : ptx::ex2((row_max[r] - m) * scale_log2);
         row_max[r] = m;
-        moved = true;
       }
-      m = row_max[r];
       const float m_scaled = m == core::neg_inf() ? 0.0f : m * scale_log2;
       float sum[kLanes];
 #pragma unroll
@@ -97,7 +110,8 @@ struct RowSoftmax {
       for (int l = 1; l < kLanes; ++l) sum[0] += sum[l];
       row_sum[r] = row_sum[r] * correction[r] + sum[0];
     }
-    return __any_sync(0xffffffffu, moved);
+    if constexpr (kLazy) return __any_sync(0xffffffffu, moved);
+    return true;
   }
 
   // o: (rows, cols) view of the output accumulator.
@@ -111,10 +125,7 @@ struct RowSoftmax {
     }
   }
 
-  struct Final {
-    float scale;  // multiplies the accumulator; 0 for a row that saw no key
-    float lse;    // base 2; -inf for a row that saw no key
-  };
+  using Final = RowFinal;
   // Reduces the row sums over the quad; every lane must call it.
   __device__ __forceinline__ Final finish(int r, float scale_log2) const {
     const float total = quad_sum(row_sum[r]);
