@@ -204,8 +204,12 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
 TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
-      EXPECT_FALSE(use_wide_tiles(D, true, paged)) << D;  // causal / window keep the narrow tile
-      if (paged) EXPECT_FALSE(use_wide_tiles(D, false, true)) << D;
+      if (paged) {  // the paged producer gathers one row per thread: narrow tiles only
+        EXPECT_FALSE(use_wide_tiles(D, false, true)) << D;
+        EXPECT_FALSE(use_wide_tiles(D, true, true)) << D;
+      }
+      // A causal / window mask takes the wide tile only where the head dim opts in.
+      if (!use_wide_tiles(D, false, paged)) EXPECT_FALSE(use_wide_tiles(D, true, paged)) << D;
       const TileShape narrow = tile_shape(D, false), wide = tile_shape(D, use_wide_tiles(D, false, paged));
       EXPECT_EQ(narrow.block_m, wide.block_m) << D;  // workspace sizing reads block_m alone
       EXPECT_EQ(wide.block_n % 16, 0) << D;

@@ -91,10 +91,16 @@ static_assert(TileConfig<64, true>::kBlockM == TileConfig<64, false>::kBlockM &&
 template <int kHeadDim>
 constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHeadDim, false>::kBlockN;
 
+// Head dims whose wide tile also serves causal / window problems: the wide kernel then
+// compiles the full mask, not just kv_len's end.
+template <int kHeadDim>
+constexpr bool kWideMasked = false;
+
 FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
   const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
                         : head_dim == 256 ? kHasWide<256> : false;
-  return has_wide && !needs_mask && !paged;
+  const bool masked_ok = head_dim == 128 ? kWideMasked<128> : head_dim == 256 ? kWideMasked<256> : false;
+  return has_wide && !paged && (!needs_mask || masked_ok);
 }
 
 struct TileShape {
