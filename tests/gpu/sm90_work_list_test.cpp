@@ -201,7 +201,7 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
   }
 }
 
-TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {
+TEST(Sm90WorkList, WideTilesOnContiguousKVMaskedPerHeadDim) {
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
       if (paged) {  // the paged producer gathers one row per thread: narrow tiles only
@@ -218,6 +218,10 @@ TEST(Sm90WorkList, WideTilesOnlyWithoutMaskOnContiguousKV) {
   }
   EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false)).block_n, 176);
   EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false)).block_n, 80);
+  // Measured: the 80-key tile pays under a causal mask at D = 256, the 176-key one does not
+  // at D = 128 (tile_config.h).
+  EXPECT_TRUE(use_wide_tiles(256, true, false));
+  EXPECT_FALSE(use_wide_tiles(128, true, false));
   // D=64 has no wide kernel (measured slower): unmasked problems keep the narrow tile there.
   EXPECT_FALSE(use_wide_tiles(64, false, false));
   EXPECT_EQ(tile_shape(64, false).block_n, 128);

@@ -35,11 +35,12 @@
 namespace flashband::sm90 {
 
 // kWide: the tile for problems without a causal / window mask on contiguous K/V (registry
-// key needs_mask = false): a wider KV tile, since partial tiles occur only at kv_len's end.
-// Wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
+// key needs_mask = false), and at D = 256 for masked ones too (kWideMasked below): a wider KV
+// tile, since partial tiles occur only at kv_len's end. Wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
 // more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
-// operand less often per FLOP. Under a causal mask the diagonal tiles' waste grows with N, and
-// the paged producer gathers one row per thread (N <= 128), so those keep kWide = false.
+// operand less often per FLOP. Under a causal mask the diagonal tiles' waste grows with N (D =
+// 128 keeps the narrow tile there), and the paged producer gathers one row per thread (N <=
+// 128), so paged K/V keeps kWide = false.
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -95,6 +96,11 @@ constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHea
 // compiles the full mask, not just kv_len's end.
 template <int kHeadDim>
 constexpr bool kWideMasked = false;
+// D = 256 (sixth session, ncu): 80 keys under a causal mask cut 16k 1.78 -> 1.65 ms and 2k
+// 313 -> 307 us. D = 128's 176 keys did not pay: 2k causal 340 -> 377 us (one Q buffer, no
+// unit fusion, and 128 B of spills with the mask), 16k causal 1.98 -> 1.93 ms.
+template <>
+constexpr bool kWideMasked<256> = true;
 
 FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
   const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
