@@ -104,6 +104,7 @@ std::vector<Named> edge_cases() {
   v.push_back({"split", make(E::kDecode, {}, {4000}, 8, 1, 128, bf16, false), true});
   v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
+  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 80-key tiles
   {
     Case c = make(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
     c.page_size = 1;
@@ -114,6 +115,14 @@ std::vector<Named> edge_cases() {
     c.logits_soft_cap = 30.0f;
     c.layout = KVLayout::kHND;
     v.push_back({"split", c, true});
+  }
+  // Peaky rows: sm_scale 8x the default at D = 256, so row maxima jump by more than 8 (base 2)
+  // from tile to tile, sm90's lazy softmax reference (D = 256) moves mid-row and its weights
+  // reach 2^8.
+  for (bool causal : {false, true}) {
+    Case c = make(E::kRagged, {200, 77}, {260, 77}, 2, 1, 256, causal ? f16 : bf16, causal);
+    c.sm_scale = 0.5f;
+    v.push_back({"peaky", c});
   }
   // Soft cap with masks.
   {

@@ -64,7 +64,6 @@ __device__ __forceinline__ float tree_sum(float (&v)[N]) {
   return v[0];
 }
 
-
 // Folds one tile into the running state: updates m and d, rescales o when m moved (skipped
 // when no row of the warp moved), and turns s into probabilities (unnormalised, relative to
 // m).

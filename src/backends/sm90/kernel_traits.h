@@ -39,10 +39,10 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // A wide kernel serves only problems without a causal / window mask (registry key
-  // needs_mask = false, which the registry enforces) unless its head dim is kWideMasked:
-  // its only partial tile is then at kv_len's end, and the mask state folds away at compile
-  // time, which the wide S tiles' registers need (176 keys at D = 128, 80 at D = 256).
+  // A wide kernel whose head dim is not kWideMasked (D = 128) serves only problems without
+  // a causal / window mask (registry key needs_mask = false, which the registry enforces):
+  // its only partial tile is at kv_len's end, and the mask state folds away at compile time,
+  // which its 176-key S tile's registers need. D = 256's 80-key wide kernel keeps the mask.
   static constexpr bool kKVLenMaskOnly = kWide && !kWideMasked<kHeadDim>;
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");

@@ -193,6 +193,7 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
 // consumers free it, exactly like the TMA producer.
 template <class Traits>
 __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
+  static_assert(!Traits::kWide, "wide kernels' shared storage has no paged row tables");
   using Element = typename Traits::Element;
   constexpr int kBlockN = Traits::kBlockN;
   constexpr int kStages = Traits::kStages;

@@ -1,8 +1,9 @@
 // register_sm90_kernels: the sm90 prefill kernels compiled in kernels/*.cu. Masking and the
 // soft cap are runtime inside each kernel (full tiles skip the mask arithmetic either way),
 // so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
-// storage, except that keys without a mask on contiguous K/V get the wide-tile kernel where
-// the head dim has one (tile_config.h use_wide_tiles, the rule plan_sm90 follows too).
+// storage, except that contiguous K/V gets the wide-tile kernel where the head dim has one:
+// D = 128 for keys without a mask, D = 256 for all four (tile_config.h use_wide_tiles, the
+// rule plan_sm90 follows too).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
@@ -16,7 +17,7 @@ struct Compiled {
   DType dtype;
   int head_dim;
   core::KVStorage storage;
-  LaunchFn launch;
+  LaunchFn launch;       // nullptr where use_wide_tiles is always true (contiguous D = 256)
   LaunchFn launch_wide;  // nullptr where use_wide_tiles is never true
 };
 
@@ -27,18 +28,20 @@ template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false>
 constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide>;
 
 // The kernel list: one row per kernels/*.cu file, plus its *_wide.cu file where it has one.
+// Contiguous D = 256 compiles only the wide kernel, which serves every key (kWideMasked).
+static_assert(sm90::kWideMasked<256>, "contiguous D = 256 would need its narrow kernel again");
 const Compiled kCompiled[] = {
     {DType::kF16, 64, kContiguous, kLaunch<DType::kF16, 64, false>, nullptr},
     {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, nullptr},
     {DType::kF16, 128, kContiguous, kLaunch<DType::kF16, 128, false>, kLaunch<DType::kF16, 128, false, true>},
     {DType::kF16, 128, kPaged, kLaunch<DType::kF16, 128, true>, nullptr},
-    {DType::kF16, 256, kContiguous, kLaunch<DType::kF16, 256, false>, kLaunch<DType::kF16, 256, false, true>},
+    {DType::kF16, 256, kContiguous, nullptr, kLaunch<DType::kF16, 256, false, true>},
     {DType::kF16, 256, kPaged, kLaunch<DType::kF16, 256, true>, nullptr},
     {DType::kBF16, 64, kContiguous, kLaunch<DType::kBF16, 64, false>, nullptr},
     {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, nullptr},
     {DType::kBF16, 128, kContiguous, kLaunch<DType::kBF16, 128, false>, kLaunch<DType::kBF16, 128, false, true>},
     {DType::kBF16, 128, kPaged, kLaunch<DType::kBF16, 128, true>, nullptr},
-    {DType::kBF16, 256, kContiguous, kLaunch<DType::kBF16, 256, false>, kLaunch<DType::kBF16, 256, false, true>},
+    {DType::kBF16, 256, kContiguous, nullptr, kLaunch<DType::kBF16, 256, false, true>},
     {DType::kBF16, 256, kPaged, kLaunch<DType::kBF16, 256, true>, nullptr},
 };
 
@@ -59,7 +62,9 @@ void register_sm90_kernels(Registry& r) {
         const bool wide = sm90::use_wide_tiles(c.head_dim, needs_mask, c.storage == kPaged);
         // A missing wide kernel leaves the narrow one, which refuses the plan's wider tiles
         // (make_kernel_params checks the tile width).
-        r.add(key, wide && c.launch_wide ? c.launch_wide : c.launch);
+        const LaunchFn fn = wide && c.launch_wide ? c.launch_wide : c.launch;
+        if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
+        r.add(key, fn);
       }
     }
   }

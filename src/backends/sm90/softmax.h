@@ -83,7 +83,7 @@ struct RowSoftmax {
       if constexpr (kLazy) {
         // Reference -inf with a finite tile max: +inf > slack, so it moves and the factor is
         // exp2(-inf) = 0 (the accumulator is 0 anyway). Tile max -inf (nothing visible): -inf
-        // or NaN, never > slack, so the reference stays.
+        // or NaN, never > slack (IEEE comparison; no fast-math flags), so the reference stays.
         correction[r] = 1.0f;
         if ((m - row_max[r]) * scale_log2 > core::kMaxSlack) {
           correction[r] = ptx::ex2((row_max[r] - m) * scale_log2);

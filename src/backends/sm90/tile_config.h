@@ -34,13 +34,14 @@
 
 namespace flashband::sm90 {
 
-// kWide: the tile for problems without a causal / window mask on contiguous K/V (registry
-// key needs_mask = false), and at D = 256 for masked ones too (kWideMasked below): a wider KV
-// tile, since partial tiles occur only at kv_len's end. Wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
-// more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
-// operand less often per FLOP. Under a causal mask the diagonal tiles' waste grows with N (D =
-// 128 keeps the narrow tile there), and the paged producer gathers one row per thread (N <=
-// 128), so paged K/V keeps kWide = false.
+// kWide: a wider KV tile for contiguous K/V: for problems without a causal / window mask
+// (registry key needs_mask = false), where the only partial tile is at kv_len's end, and at
+// D = 256 for masked problems too (kWideMasked below). Wider S tiles amortise the per-step
+// costs (row max / sum shuffles, O rescale, barriers) over more columns, and make the Q K^T
+// wgmma (both operands in shared memory) re-read its A operand less often per FLOP. Under a
+// causal mask the diagonal tiles' waste grows with N (D = 128 keeps the narrow tile there),
+// and the paged producer gathers one row per thread (N <= 128), so paged K/V keeps kWide =
+// false.
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -105,7 +106,9 @@ constexpr bool kWideMasked<256> = true;
 FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
   const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
                         : head_dim == 256 ? kHasWide<256> : false;
-  const bool masked_ok = head_dim == 128 ? kWideMasked<128> : head_dim == 256 ? kWideMasked<256> : false;
+  const bool masked_ok = head_dim == 128   ? kWideMasked<128>
+                         : head_dim == 256 ? kWideMasked<256>
+                                           : false;
   return has_wide && !paged && (!needs_mask || masked_ok);
 }
 
