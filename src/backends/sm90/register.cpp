@@ -8,6 +8,7 @@
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
 #include "dispatch/registry.h"
+#include "flashband/error.h"
 
 namespace flashband::dispatch {
 
