@@ -5,15 +5,24 @@
 # tree, rebuilt incrementally, probed, and reverted; the baseline is the tree as it is.
 #   scripts/ab_ncu.sh "--seq 512" "--page 16" -- variants/a.patch variants/b.patch
 # Prints one row per probe: the baseline's duration, then each variant's.
+# With --keep first, the variants that win are then applied together (best first, skipping
+# one that no longer applies), everything is rebuilt, and `device_check.sh gpu sanitize` runs
+# on the result (FB_GPU_GROUPS / FB_SANITIZE_SKIP pass through), all in one device call.
+# A variant wins when the geometric mean of its time ratios to the baseline is below
+# FB_KEEP_GAIN (0.99) and no probe is slower than FB_KEEP_WORST (1.03): set the probes so
+# that a variant's losses show, since one that helps some shapes and hurts others is not
+# kept.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+keep=0
+[ "${1:-}" = "--keep" ] && { keep=1; shift; }
 probes=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do probes+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 patches=("$@")
 [ ${#probes[@]} -gt 0 ] || { echo "usage: $0 \"probe args\"... -- variant.patch..." >&2; exit 2; }
-declare -A dur
+declare -A dur us
 
 measure() {  # $1: column name; each duration is printed as soon as it is known, so a
   # call that runs out of time still shows what it measured
@@ -23,12 +32,18 @@ measure() {  # $1: column name; each duration is printed as soon as it is known,
     # The throughputs tell a bound that moved (e.g. L2 requests of a gather) from noise.
     tp=$(awk '/SM Throughput|L1\/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput/{printf "%s=%s ", $1, $NF}' <<< "$out")
     dur["$1|$args"]="${d:-failed}"
+    us["$1|$args"]=$(awk '/ Duration /{v = $NF; if ($(NF-1) ~ /^ms/) v *= 1000; else if ($(NF-1) ~ /^s/) v *= 1e6; print v; exit}' <<< "$out")
     echo "ab: $1 | $args | ${d:-failed} | $tp"
   done
 }
 
 apply() {  # $1: patch, $2: -R to revert; git apply works outside a repository too
   if command -v git > /dev/null; then git apply ${2:-} "$1"; else patch -p1 ${2:-} --forward --quiet < "$1"; fi
+}
+
+applies() {  # $1: patch; whether it applies to the tree as it is now
+  if command -v git > /dev/null; then git apply --check "$1" 2> /dev/null
+  else patch -p1 --dry-run --forward --quiet < "$1" > /dev/null 2>&1; fi
 }
 
 measure base
@@ -55,3 +70,22 @@ for args in "${probes[@]}"; do
   for p in "${patches[@]}"; do printf ' %14s' "${dur["$(basename "$p" .patch)|$args"]:--}"; done
   echo
 done
+
+[ "$keep" = 1 ] || exit 0
+# Each variant's score: "gmean worst name", winners first.
+scores=$(for p in "${patches[@]}"; do
+  name=$(basename "$p" .patch)
+  for args in "${probes[@]}"; do echo "${us["base|$args"]:-} ${us["$name|$args"]:-}"; done |
+    awk -v n="$name" -v p="$p" '$1 > 0 && $2 > 0 {s += log($2 / $1); if ($2 / $1 > w) w = $2 / $1; k++}
+      END {if (k) printf "%.4f %.4f %s %s\n", exp(s / k), w, n, p; else printf "9 9 %s %s\n", n, p}'
+done | sort -n)
+echo "$scores" | awk '{printf "score: %-28s gmean %.3f worst %.3f\n", $3, $1, $2}'
+kept=()
+while read -r g w name p; do
+  [ -n "$name" ] || continue
+  awk -v g="$g" -v w="$w" -v G="${FB_KEEP_GAIN:-0.99}" -v W="${FB_KEEP_WORST:-1.03}" 'BEGIN {exit !(g < G && w <= W)}' || continue
+  if applies "$p"; then apply "$p" && kept+=("$name"); else echo "keep: $name no longer applies"; fi
+done <<< "$scores"
+echo "kept: ${kept[*]:-none (testing the baseline)}"
+cmake --build build -j 16 > /tmp/ab_keep_build.log 2>&1 || { echo "keep: build failed"; grep -E "error" /tmp/ab_keep_build.log | head -5; exit 1; }
+bash scripts/device_check.sh gpu sanitize
