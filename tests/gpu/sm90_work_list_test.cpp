@@ -32,6 +32,24 @@ bool in_buckets(const std::vector<WorkItem>& items, int K) {
   return true;
 }
 
+// A batch's request arrays as build_work_list reads them (the input points into them).
+struct Batch {
+  std::vector<int32_t> qo{0}, kv{0}, lens;
+  void add(int qo_len, int kv_len) {
+    qo.push_back(qo.back() + qo_len);
+    kv.push_back(kv.back() + kv_len);
+    lens.push_back(kv_len);
+  }
+  WorkListInput input() const {
+    WorkListInput in;
+    in.batch = static_cast<int>(lens.size());
+    in.qo_indptr = qo.data();
+    in.kv_start = kv.data();
+    in.kv_lens = lens.data();
+    return in;
+  }
+};
+
 // For every 64-row slab of query tile `m_block`: tiles classified hidden have no visible
 // pair, full tiles only visible pairs, partial tiles follow row_kv_range; and every visible
 // key lies inside `span`.
@@ -63,19 +81,13 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     const int D = kHeadDims[iter % 3];
     const TileShape ts = tile_shape(D, iter % 2 == 1);  // both tile variants
     const int B = 1 + static_cast<int>(rng() % 5);
-    std::vector<int32_t> qo{0}, kv{0}, lens;
+    Batch batch;
     for (int b = 0; b < B; ++b) {
       const int q = rng() % 5 == 0 ? 0 : 1 + static_cast<int>(rng() % 300);
       const int k = rng() % 7 == 0 ? 0 : 1 + static_cast<int>(rng() % 700);
-      qo.push_back(qo.back() + q);
-      lens.push_back(k);
-      kv.push_back(kv.back() + k);
+      batch.add(q, k);
     }
-    WorkListInput in;
-    in.batch = B;
-    in.qo_indptr = qo.data();
-    in.kv_start = kv.data();
-    in.kv_lens = lens.data();
+    WorkListInput in = batch.input();
     in.causal = rng() % 2;
     in.window_left = rng() % 3 == 0 ? -1 : static_cast<int>(rng() % 200);
     in.block_m = ts.block_m;
@@ -99,17 +111,17 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
     ASSERT_TRUE(bucketed) << iter;
     size_t expected = 0;
     for (int b = 0; b < B; ++b) {
-      const int q = qo[b + 1] - qo[b];
-      const core::MaskSpec spec{q, lens[b], in.causal, in.window_left};
+      const int q = batch.qo[b + 1] - batch.qo[b];
+      const core::MaskSpec spec{q, batch.lens[b], in.causal, in.window_left};
       for (int mb = 0; mb * in.block_m < q; ++mb) {
         const core::TileSpan span = core::kv_tile_span(spec, mb * in.block_m, (mb + 1) * in.block_m, in.block_n);
         expect_walk_exact(spec, mb, in.block_m, in.block_n, span);
         std::vector<int> hits(in.num_splits, 0);
         int covered = 0;
         for (const WorkItem& it : items) {
-          if (it.qo_start != qo[b] || it.m_block != mb || it.kv_start != kv[b]) continue;
+          if (it.qo_start != batch.qo[b] || it.m_block != mb || it.kv_start != batch.kv[b]) continue;
           ASSERT_EQ(it.qo_len, q);
-          ASSERT_EQ(it.kv_len, lens[b]);
+          ASSERT_EQ(it.kv_len, batch.lens[b]);
           const int s = in.num_splits > 1 ? it.split : 0;
           if (in.num_splits == 1) ASSERT_EQ(it.split, -1);
           ASSERT_TRUE(s >= 0 && s < in.num_splits);
@@ -131,19 +143,9 @@ TEST(Sm90WorkList, CoversEveryQueryTileOncePerSplitLongestFirst) {
 // longest-first would run one query tile of every request side by side; the buckets must
 // put a request's query tiles together without costing balance.
 std::vector<WorkItem> causal_batch(int B, int S, int sms) {
-  static std::vector<int32_t> qo, kv, lens;
-  qo.assign(1, 0);
-  kv.assign(1, 0);
-  lens.assign(B, S);
-  for (int b = 0; b < B; ++b) {
-    qo.push_back(qo.back() + S);
-    kv.push_back(kv.back() + S);
-  }
-  WorkListInput in;
-  in.batch = B;
-  in.qo_indptr = qo.data();
-  in.kv_start = kv.data();
-  in.kv_lens = lens.data();
+  Batch batch;
+  for (int b = 0; b < B; ++b) batch.add(S, S);
+  WorkListInput in = batch.input();
   in.causal = true;
   in.block_m = 128;
   in.block_n = 128;

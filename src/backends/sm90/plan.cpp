@@ -1,8 +1,8 @@
 // detail::plan_sm90: builds the work list (query tile x KV split, longest first in cost
-// buckets), picks the number of KV splits, and uploads index arrays and the work list into the caller's
-// workspace with one cudaMemcpyAsync on the plan's stream. A single request without splits
-// needs no work list (the kernel derives its tiles), so single_prefill runs without a
-// workspace.
+// buckets), picks the number of KV splits, and uploads index arrays and the work list into
+// the caller's workspace with one cudaMemcpyAsync on the plan's stream. A single request
+// without splits needs no work list (the kernel derives its tiles), so single_prefill runs
+// without a workspace.
 //
 // Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len |
 // work items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.

@@ -1,8 +1,8 @@
 // The persistent grid's schedule: in round r the CTAs take units r * gridDim.x ... + gridDim.x
 // - 1, in alternating direction (boustrophedon): CTA b takes r * G + b in even rounds and
-// r * G + G - 1 - b in odd ones. The planner sorted the items longest-first in cost buckets
-// (work_list.h), so long units go out first, and the alternation keeps any CTA from taking the longest unit of every
-// round. Producer and consumers of a CTA walk the same sequence independently; they meet
+// r * G + G - 1 - b in odd ones. The planner sorted the items longest-first in cost
+// buckets (work_list.h), so long units go out first, and the alternation keeps any CTA from
+// taking the longest unit of every round. Producer and consumers of a CTA walk the same sequence independently; they meet
 // only at the shared-memory barriers.
 #pragma once
 #include "backends/sm90/kernel_params.h"

@@ -58,12 +58,12 @@ struct WorkListInput {
 // (their item has an empty span and writes 0 / -inf).
 //
 // Order: longest-first in K cost buckets (bucket = tiles * K / (longest + 1)), and inside a
-// bucket by request, then longest-first. Strict longest-first (one bucket per length) balances the persistent
-// grid best, but under a causal mask it runs one query tile of every request and head
-// side by side, so a batch whose K/V exceeds L2 reads it from DRAM once per query tile
-// (S = 512 and 2k at B*S = 16k, D = 128: 2.5x and 8.5x its size; DRAM 57-66% busy under
-// ncu, 28-37% with buckets, 5-6% less time). Fewer buckets put the query tiles of one request together, so the CTAs
-// running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
+// bucket by request, then longest-first. Strict longest-first (one bucket per length)
+// balances the persistent grid best, but under a causal mask it runs one query tile of
+// every request and head side by side, so a batch whose K/V exceeds L2 reads it from DRAM
+// once per query tile (S = 512 and 2k at B*S = 16k, D = 128: 2.5x and 8.5x its size; DRAM
+// 57-66% busy under ncu, 28-37% with buckets, 5-6% less time). Fewer buckets put the
+// query tiles of one request together, so the CTAs running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
 // whose makespan under the persistent schedule (snake_makespan) stays within 2% of strict
 // longest-first's.
 std::vector<WorkItem> build_work_list(const WorkListInput& in);
