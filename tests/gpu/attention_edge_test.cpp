@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/sm90/tile_config.h"
 #include "case.h"
 #include "gpu_backends.h"
 
@@ -41,10 +42,10 @@ Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk
 struct ManyRequests {
   std::vector<int> qo, kv;
 };
-ManyRequests many_requests(int n) {
+ManyRequests many_requests(int n, int max_qo = 140) {
   ManyRequests m;
   for (int i = 0; i < n; ++i) {
-    const int qo = 1 + (i * 37) % 140;
+    const int qo = 1 + (i * 37) % max_qo;
     const int kv = i % 11 == 0 ? 0 : i % 7 == 0 ? qo / 2 : qo + (i * 53) % 120;
     m.qo.push_back(qo);
     m.kv.push_back(kv);
@@ -64,6 +65,11 @@ std::vector<Named> edge_cases() {
     v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
     v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
   }
+  // sm90's unmasked contiguous D = 64 tile is 192 rows (three consumer warpgroups; 127-129
+  // above cross the third one's first row); the causal ones take the 128-row tile.
+  for (int len : {191, 192, 193})
+    for (bool causal : {false, true})
+      v.push_back({"tile_edge", make(len == 192 ? E::kSingle : E::kRagged, {len}, {len + 5}, 2, 1, 64, bf16, causal)});
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
   v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
   {
@@ -155,6 +161,9 @@ std::vector<Named> edge_cases() {
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
+    // sm90: the 192-row D = 64 tile, with requests up to 2 tiles long.
+    const ManyRequests tall = many_requests(60, 420);
+    v.push_back({"many_units", make(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
     for (int ps : {16, 128}) {
       Case c = make(E::kPaged, m.qo, m.kv, 8, 2, ps == 16 ? 128 : 64, ps == 16 ? bf16 : f16, ps == 16);
       c.page_size = ps;
@@ -174,17 +183,22 @@ std::vector<Named> edge_cases() {
 }
 
 // The many_units cases must give every CTA of a 132-SM GPU several sm90 units (one unit per
-// 128-row query tile and query head); checked without a GPU.
+// query tile of the case's sm90 tile and query head); checked without a GPU.
 TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
   int checked = 0;
   for (const Named& n : edge_cases()) {
     if (n.label != "many_units") continue;
+    const bool masked = n.c.causal || n.c.window_left >= 0;
+    const int block_m =
+        sm90::tile_shape(n.c.head_dim, sm90::use_wide_tiles(n.c.head_dim, masked, n.c.entry == EntryPoint::kPaged))
+            .block_m;
+    ASSERT_GT(block_m, 0) << n.c.name();
     long long units = 0;
-    for (int qo : n.c.qo_lens) units += (qo + 127) / 128 * n.c.num_qo_heads;
+    for (int qo : n.c.qo_lens) units += (qo + block_m - 1) / block_m * n.c.num_qo_heads;
     EXPECT_GE(units, 3 * 132) << n.c.name();
     ++checked;
   }
-  EXPECT_EQ(checked, 6);
+  EXPECT_EQ(checked, 7);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }

@@ -7,10 +7,10 @@
 //
 // The mainloop overlaps: step n issues QK^T(n) and PV(n+1) back to back, then does the
 // softmax of tile n while PV(n+1) runs; the O rescale and P conversion wait for PV(n+1).
-// With kPingPong the two warpgroups also take turns issuing those GEMMs (named barriers 2,
-// 3), so the tensor cores alternate between them. With kFuseUnits a unit's last PV and the
-// next unit's first QK^T share one turn, and O is stored under that QK^T. The row sums'
-// shuffles (finish_rows) always run under the unit's last PV.
+// With kPingPong the warpgroups also take turns issuing those GEMMs (named barriers 2 and
+// up, a ring of two or three), so the tensor cores alternate between them. With kFuseUnits
+// a unit's last PV and the next unit's first QK^T share one turn, and O is stored under
+// that QK^T. The row sums' shuffles (finish_rows) always run under the unit's last PV.
 #pragma once
 #include <cute/tensor.hpp>
 
@@ -51,16 +51,33 @@ __device__ __forceinline__ void warp_release(uint64_t* bar) {
   if (threadIdx.x % 32 == 0) ptx::mbar_arrive(bar);
 }
 
-// Named barriers 2 and 3 order the two consumer warpgroups' GEMM issue: warpgroup w waits
-// on barrier 2 + w, and after issuing lets the other one go. 256 = both warpgroups.
+// Named barriers 2 .. 1 + kConsumerWarpgroups order the consumer warpgroups' GEMM issue in a
+// ring (0 -> 1 -> 0, or 0 -> 1 -> 2 -> 0): warpgroup w waits on barrier 2 + w, and after
+// issuing lets the next one go. Each barrier has exactly two parties, the warpgroup that
+// waits and the one before it, so its count is 256 with three consumers too. Every
+// warpgroup takes the same turns (consume()), so each wait meets one arrival, and an
+// arrival never runs a phase ahead (the next one on barrier 2 + w needs w's own turn
+// first). The last warpgroup's first arrival (pingpong_start) leaves one arrival on barrier
+// 2 that nobody waits for: the CTA exits with it pending, as the two-consumer kernel
+// always has.
 constexpr uint32_t kPingPongBarrier = 2;
-template <bool kEnabled>
-__device__ __forceinline__ void pingpong_wait(int slab) {
-  if constexpr (kEnabled) ptx::named_sync(kPingPongBarrier + slab, 256);
+template <class Traits>
+__device__ __forceinline__ void pingpong_start(int slab) {  // warpgroup 0 goes first
+  if constexpr (Traits::kPingPong) {
+    if (slab == Traits::kConsumerWarpgroups - 1) ptx::named_arrive(kPingPongBarrier, 256);
+  }
 }
-template <bool kEnabled>
+template <class Traits>
+__device__ __forceinline__ void pingpong_wait(int slab) {
+  if constexpr (Traits::kPingPong) ptx::named_sync(kPingPongBarrier + slab, 256);
+}
+template <class Traits>
 __device__ __forceinline__ void pingpong_pass(int slab) {
-  if constexpr (kEnabled) ptx::named_arrive(kPingPongBarrier + (1 - slab), 256);
+  constexpr int kRing = Traits::kConsumerWarpgroups;
+  static_assert(kPingPongBarrier + kRing <= 16, "a CTA has 16 named barriers");
+  // Two: 1 - slab, one instruction, as the D = 128 kernel was measured.
+  if constexpr (Traits::kPingPong)
+    ptx::named_arrive(kPingPongBarrier + (kRing == 2 ? 1 - slab : slab == kRing - 1 ? 0 : slab + 1), 256);
 }
 
 template <class Traits, bool kPaged>
@@ -153,9 +170,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     for (int i = 0; i < size(tSrS); i += 2) *reinterpret_cast<uint32_t*>(&rP(i)) = pack2<Element>(tSrS(i), tSrS(i + 1));
   };
 
-  if constexpr (Traits::kPingPong) {
-    if (slab == 1) ptx::named_arrive(kPingPongBarrier, 256);  // warpgroup 0 goes first
-  }
+  pingpong_start<Traits>(slab);
 
   // A unit's geometry: its mask and the rows of this warpgroup's slab.
   struct Geometry {
@@ -175,7 +190,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   // Unit fusion (Traits::kFuseUnits): when the next unit is not empty, the last step of a
   // unit issues its last P V and the next unit's first Q K^T as one ping-pong turn, stores O
   // while that Q K^T runs, and the next unit starts "primed": its first S tile is already
-  // in tSrS, O and the softmax state are reset. Both warpgroups see the same units, so both
+  // in tSrS, O and the softmax state are reset. All warpgroups see the same units, so all
   // fuse at the same boundaries and take the same ping-pong turns.
   bool primed = false;
   RingPosition<Traits::kStages> v_ring;  // the V stage of the P in rP
@@ -201,7 +216,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
 
     if (!t.empty()) {
       // Tiles hidden from this warpgroup's rows are computed and fully masked here: the
-      // pipeline and the ping-pong need both warpgroups to take the same steps.
+      // pipeline and the ping-pong need all warpgroups to take the same steps.
       int n = it.n_end - 1;
       if (!primed) {
         const QSlot<Traits> q(q_round);
@@ -230,11 +245,11 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         } else {
           ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
         }
-        pingpong_wait<Traits::kPingPong>(slab);
+        pingpong_wait<Traits>(slab);
         issue_qk(ring.stage);
         if constexpr (!kPaged) ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
         issue_pv(v_ring.stage);
-        pingpong_pass<Traits::kPingPong>(slab);
+        pingpong_pass<Traits>(slab);
         warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
@@ -263,11 +278,11 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
         ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);
         wait_full(&s.k_full[ring.stage], ring.phase);  // one proxy fence covers V and K
-        pingpong_wait<Traits::kPingPong>(slab);
+        pingpong_wait<Traits>(slab);
         issue_pv(v_ring.stage);
         q_buffer = qn.buffer;
         issue_qk(ring.stage);
-        pingpong_pass<Traits::kPingPong>(slab);
+        pingpong_pass<Traits>(slab);
         finish_rows();  // under the GEMMs
         warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
         warpgroup_fence_operand(tOrO);

@@ -48,8 +48,10 @@ struct KernelTraits {
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 
   // Warpgroup 0 produces (TMA: one thread; paged cp.async: all 128), the others consume,
-  // one per 64 query rows.
+  // one per 64 query rows: two or three (consumer.h's ping-pong serves both).
   static constexpr int kConsumerWarpgroups = kBlockM / 64;
+  static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3,
+                "the register split and the ping-pong ring are written for two or three consumers");
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   static constexpr int kThreads = 128 + kConsumerThreads;
@@ -62,13 +64,15 @@ struct KernelTraits {
   // the granule), as they did at 40. 32 measured 5% faster than 40 at page 16 (ncu, D = 128,
   // S = 16k) for a reason in the producer's code that is not established; 232 instead of
   // 240 costs the contiguous kernel 1.7%, so 240 for paged needs a 24-register producer.
+  // Three consumers (512 threads): 128 at entry, and 160 for the consumers with either
+  // producer ((128 x 512 - 24 x 128) / 384 = 162.7 and (128 x 512 - 32 x 128) / 384 = 160
+  // exactly, rounded down to the granule), as in FlashAttention-3.
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
   template <bool kPaged>
   static constexpr int kProducerRegs = kPaged ? 32 : 24;
   template <bool kPaged>
   static constexpr int kConsumerRegs =
       ((kEntryRegs * kThreads - kProducerRegs<kPaged> * 128) / kConsumerThreads) / 8 * 8;
-  static_assert(kConsumerWarpgroups == 2, "register split and named barriers assume two consumer warpgroups");
   static_assert(kProducerRegs<false> * 128 + kConsumerRegs<false> * kConsumerThreads <= kEntryRegs * kThreads);
   static_assert(kProducerRegs<true> * 128 + kConsumerRegs<true> * kConsumerThreads <= kEntryRegs * kThreads);
   static_assert(kConsumerRegs<false> <= 256 && kConsumerRegs<true> <= 256);

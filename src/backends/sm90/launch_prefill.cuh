@@ -45,7 +45,7 @@ void launch_prefill(const core::AttentionParams& a) {
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED>( \
       const flashband::core::AttentionParams&);
 // The wide-tile variant (contiguous K/V; with a causal / window mask only where
-// kWideMasked). Its file defines
+// kWideMasked). Where its wgmma N is not a default shape (176, 80), its file defines
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED before any include.
 #define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM)                                                    \
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, false, true>( \

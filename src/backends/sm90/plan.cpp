@@ -36,18 +36,22 @@ std::size_t sm90_page_index_bytes(int64_t num_page_indices) {
 }
 
 std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
-  const TileShape tile = tile_shape(head_dim);  // every tile variant has the same block_m
-  if (tile.block_m == 0) return 0;
+  // The plan may take either tile variant (use_wide_tiles): the shorter query tile gives the
+  // most work items, the taller one the most rows per split unit.
+  const TileShape narrow = tile_shape(head_dim, false), wide = tile_shape(head_dim, true);
+  if (narrow.block_m == 0) return 0;
+  const int min_block_m = std::min(narrow.block_m, wide.block_m);
+  const int max_block_m = std::max(narrow.block_m, wide.block_m);
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
   const std::size_t indices = 3 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up(b * sizeof(int32_t));
   // Unsplit: one item per query tile (one extra per request for ragged ends). Split: the
   // planner keeps items x heads x splits within one wave of multiprocessors.
-  const int64_t unsplit_items = max_qo_tokens / tile.block_m + static_cast<int64_t>(b);
+  const int64_t unsplit_items = max_qo_tokens / min_block_m + static_cast<int64_t>(b);
   const int64_t items = std::max<int64_t>(unsplit_items, kMaxMultiprocessors);
   const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
   // Split partial states: (token, head) rows x splits <= units x splits x kBlockM.
   const int64_t row_splits = std::min<int64_t>(max_qo_tokens * num_qo_heads * kMaxKVSplits,
-                                               static_cast<int64_t>(kMaxMultiprocessors) * tile.block_m);
+                                               static_cast<int64_t>(kMaxMultiprocessors) * max_block_m);
   return indices + work + partial_bytes(row_splits, head_dim);
 }
 

@@ -1,7 +1,8 @@
 // The sm90 prefill kernel: a persistent, warp-specialised CTA of one producer warpgroup and
-// two consumer warpgroups (see producer.h, consumer.h). Registers move from the producer to
-// the consumers with setmaxnreg; the kernel is compiled with a cap of 65536 / kThreads per
-// thread (launch bounds with min 1 block), which setmaxnreg needs to take effect.
+// two or three consumer warpgroups (see producer.h, consumer.h). Registers move from the
+// producer to the consumers with setmaxnreg; the kernel is compiled with a cap of 65536 /
+// kThreads per thread (launch bounds with min 1 block), which setmaxnreg needs to take
+// effect.
 #pragma once
 #include "backends/sm90/consumer.h"
 #include "backends/sm90/kernel_params.h"

@@ -9,7 +9,8 @@
 //               arrivals of all 128 producer threads)
 //   k_empty[s]  consumers -> producer: every consumer warp is done reading stage s of K
 //   v_full[s], v_empty[s]: the same for V
-// Named barrier 1 (128 threads) orders the paged producer's row table (producer.h).
+// Named barrier 1 (128 threads) orders the paged producer's row table (producer.h); 2 and up
+// (one per consumer warpgroup) are the consumers' ping-pong (consumer.h).
 #pragma once
 #include <cstdint>
 

@@ -3,15 +3,24 @@
 //
 // Why these sizes (bf16/fp16, H200: 227 KB of shared memory and 64K registers per SM, one CTA
 // per SM):
-// - kBlockM = 128: two consumer warpgroups of 64 query rows each (wgmma's M is 64 per
-//   warpgroup). Each consumer holds S (64 x kBlockN) and O (64 x D) in float32 registers.
-// - kBlockN: the widest KV tile whose S and O accumulators still fit the 240 registers a
-//   consumer thread gets after setmaxnreg: D=64 -> 128 (S 64 + O 32 regs), D=128 -> 128 (S 64
-//   + O 64), D=256 -> 64 (S 32 + O 128). The narrow tiles use only wgmma N values that
-//   CUTLASS compiles without its "extended shapes" switch (multiples of 64), to keep compile
-//   time down; the wide ones (176, 80) switch it on in their own files.
+// - kBlockM: one consumer warpgroup per 64 query rows (wgmma's M is 64 per warpgroup), two
+//   (128) or three (192). Each consumer holds S (64 x kBlockN) and O (64 x D) in float32
+//   registers. Three consumers get 160 registers a thread (kernel_traits.h): enough for D =
+//   64 only (S 64 + P 32 + O 32). D = 64's GEMMs are short, about as long as a tile's
+//   softmax, so with two warpgroups the tensor cores wait whenever a softmax runs long; with
+//   three, two softmaxes run under the third's GEMMs (as in FlashAttention-3). D = 64 takes
+//   three only in its contiguous unmasked tile (kWide below): measured with three for every
+//   D = 64 kernel (seventh session, ncu, bf16), 16k 6.02 -> 5.34 ms, 2k 830 -> 781 us, page
+//   16 992 -> 884 us, 512 275 -> 275 us, but 2k causal 498 -> 517 us (a 192-row diagonal
+//   tile wastes more of its pairs, and there are fewer units to balance).
+// - kBlockN: the widest KV tile whose S and O accumulators still fit the registers a
+//   consumer thread gets after setmaxnreg (240 with two consumers): D=64 -> 128 (S 64 + O 32
+//   regs), D=128 -> 128 (S 64 + O 64), D=256 -> 64 (S 32 + O 128). The narrow tiles use only
+//   wgmma N values that CUTLASS compiles without its "extended shapes" switch (multiples of
+//   64), to keep compile time down; the wide ones (176, 80) switch it on in their own files.
 // - kStages: as many K+V stages as shared memory holds next to Q (kBlockM x D):
-//   D=64: 16 KB + 3 x 32 KB; D=128: 32 KB + 2 x 64 KB; D=256: 64 KB + 2 x 64 KB.
+//   D=64: 2 x 16 KB + 3 x 32 KB (192 rows: 2 x 24 KB + 3 x 32 KB; a fourth stage would fit,
+//   not measured); D=128: 32 KB + 2 x 64 KB; D=256: 64 KB + 2 x 64 KB.
 // - kQStages: Q buffers. With two, the next work unit's Q loads while the current unit runs
 //   (one buffer is free from the current unit's start), so no unit waits on its Q load; that
 //   wait is a fixed cost per unit, large next to short units (S = 512: 4 KV steps). Where two
@@ -20,10 +29,10 @@
 // - The mainloop always overlaps: each consumer issues QK^T of tile n before the softmax of
 //   tile n+1 finishes its PV, so the tensor cores work while the warpgroup does exponentials
 //   (costs a second S accumulator's worth of registers: P stays live across the QK^T).
-// - kPingPong: the two consumer warpgroups take turns issuing their GEMMs (named barriers),
-//   so one warpgroup's softmax runs under the other's GEMMs. It pays where softmax is a
-//   large share of the tile (D <= 128); at D = 256 the GEMMs dominate (measured, fifth
-//   session, ncu: 16k -1.5%, 2k causal -0.5%, 512 +2% time with it: no gain).
+// - kPingPong: the consumer warpgroups take turns issuing their GEMMs (named barriers, a ring
+//   of two or three), so one warpgroup's softmax runs under another's GEMMs. It pays where
+//   softmax is a large share of the tile (D <= 128); at D = 256 the GEMMs dominate
+//   (measured, fifth session, ncu: 16k -1.5%, 2k causal -0.5%, 512 +2% time with it).
 // - kFuseUnits: at a unit boundary each consumer issues the last P V of the unit and the
 //   first Q K^T of the next one as one ping-pong step, and stores O while that Q K^T runs,
 //   so the boundary costs about one KV step instead of a drained pipeline (consumer.h).
@@ -34,14 +43,15 @@
 
 namespace flashband::sm90 {
 
-// kWide: a wider KV tile for contiguous K/V: for problems without a causal / window mask
-// (registry key needs_mask = false), where the only partial tile is at kv_len's end, and at
-// D = 256 for masked problems too (kWideMasked below). Wider S tiles amortise the per-step
-// costs (row max / sum shuffles, O rescale, barriers) over more columns, and make the Q K^T
-// wgmma (both operands in shared memory) re-read its A operand less often per FLOP. Under a
-// causal mask the diagonal tiles' waste grows with N (D = 128 keeps the narrow tile there),
-// and the paged producer gathers one row per thread (N <= 128), so paged K/V keeps kWide =
-// false.
+// kWide: the tile of contiguous K/V: for problems without a causal / window mask (registry
+// key needs_mask = false), where the only partial tile is at kv_len's end, and at D = 256
+// for masked problems too (kWideMasked below). At D = 128 and 256 it is a wider KV tile:
+// wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers)
+// over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
+// A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
+// three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
+// with the tile (D = 64 and 128 keep the narrow tile there), and the paged producer gathers
+// one row per thread (N <= 128), so paged K/V keeps kWide = false.
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -62,11 +72,15 @@ struct TileConfig<256, false> {
   static constexpr int kBlockM = 128, kBlockN = 64, kStages = 2, kQStages = 1;
   static constexpr bool kPingPong = false, kFuseUnits = false;
 };
-// Wide: D=128 S 88 + P 44 + O 64 regs, 32 KB + 2 x 88 KB. D=64 has none: a 192-key tile
-// (S 96 + P 48 regs) measured slower than 128 on the H200 at every length (0.75-0.94 of
-// cuDNN against 0.84-1.01 in the same runs), its exponentials already bound the step.
+// Wide: D=64 192 x 128 (three consumers, 160 registers each); D=128 S 88 + P 44 + O 64
+// regs, 32 KB + 2 x 88 KB. D = 64 keeps 128 keys: a 192-key tile (S 96 + P 48 regs, two
+// consumers) measured slower than 128 on the H200 at every length (0.75-0.94 of cuDNN
+// against 0.84-1.01 in the same runs), its exponentials already bound the step.
 template <>
-struct TileConfig<64, true> : TileConfig<64, false> {};
+struct TileConfig<64, true> {
+  static constexpr int kBlockM = 192, kBlockN = 128, kStages = 3, kQStages = 2;
+  static constexpr bool kPingPong = true, kFuseUnits = true;
+};
 template <>
 struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
@@ -82,16 +96,12 @@ struct TileConfig<256, true> {
   static constexpr bool kPingPong = false, kFuseUnits = false;
 };
 
-// Host code sizes workspaces from kBlockM alone: every variant must agree on it.
-static_assert(TileConfig<64, true>::kBlockM == TileConfig<64, false>::kBlockM &&
-              TileConfig<128, true>::kBlockM == TileConfig<128, false>::kBlockM &&
-              TileConfig<256, true>::kBlockM == TileConfig<256, false>::kBlockM);
-
 // The one rule that picks the variant: register.cpp registers the wide kernel under exactly
 // these keys, and the planner builds its work list with the same tile.
 // A head dim whose wide tile equals the narrow one has no wide kernel.
 template <int kHeadDim>
-constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHeadDim, false>::kBlockN;
+constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHeadDim, false>::kBlockN ||
+                          TileConfig<kHeadDim, true>::kBlockM != TileConfig<kHeadDim, false>::kBlockM;
 
 // Head dims whose wide tile also serves causal / window problems: the wide kernel then
 // compiles the full mask, not just kv_len's end.
