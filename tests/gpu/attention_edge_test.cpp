@@ -65,11 +65,16 @@ std::vector<Named> edge_cases() {
     v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
     v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
   }
-  // sm90's unmasked contiguous D = 64 tile is 192 rows (three consumer warpgroups; 127-129
-  // above cross the third one's first row); the causal ones take the 128-row tile.
-  for (int len : {191, 192, 193})
+  // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
+  // the third one's first row), paged K/V too; the causal ones take the 128-row tile. Pages
+  // of 16 are gathered, pages of 64 loaded by TMA.
+  for (int len : {191, 192, 193}) {
     for (bool causal : {false, true})
       v.push_back({"tile_edge", make(len == 192 ? E::kSingle : E::kRagged, {len}, {len + 5}, 2, 1, 64, bf16, causal)});
+    Case c = make(E::kPaged, {len, 7}, {len + 5, 300}, 2, 1, 64, len == 192 ? f16 : bf16, false);
+    c.page_size = len == 193 ? 64 : 16;
+    v.push_back({"tile_edge", c});
+  }
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
   v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
   {

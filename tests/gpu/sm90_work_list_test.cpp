@@ -207,8 +207,9 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
 TEST(Sm90WorkList, WideTilesOnContiguousKVMaskedPerHeadDim) {
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
-      if (paged) {  // the paged producer gathers one row per thread: narrow tiles only
-        EXPECT_FALSE(use_wide_tiles(D, false, true)) << D;
+      if (paged) {  // the paged producer gathers one row per thread: at most 128 keys
+        EXPECT_EQ(use_wide_tiles(D, false, true), D == 64) << D;
+        if (use_wide_tiles(D, false, true)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
         EXPECT_FALSE(use_wide_tiles(D, true, true)) << D;
       }
       // A causal / window mask takes the wide tile only where the head dim opts in.
@@ -225,10 +226,12 @@ TEST(Sm90WorkList, WideTilesOnContiguousKVMaskedPerHeadDim) {
   // at D = 128 (tile_config.h).
   EXPECT_TRUE(use_wide_tiles(256, true, false));
   EXPECT_FALSE(use_wide_tiles(128, true, false));
-  // D = 64's contiguous unmasked tile is taller (192 rows, three consumers), not wider; it
-  // lost 4% at 2k causal, so masked and paged problems keep the 128-row tile.
+  // D = 64's unmasked tile is taller (192 rows, three consumers), not wider, for paged K/V
+  // too; it lost 4% at 2k causal, so masked problems keep the 128-row tile.
   EXPECT_TRUE(use_wide_tiles(64, false, false));
+  EXPECT_TRUE(use_wide_tiles(64, false, true));
   EXPECT_FALSE(use_wide_tiles(64, true, false));
+  EXPECT_FALSE(use_wide_tiles(64, true, true));
   EXPECT_EQ(tile_shape(64, true).block_m, 192);
   EXPECT_EQ(tile_shape(64, true).block_n, 128);
   EXPECT_EQ(tile_shape(64, false).block_m, 128);

@@ -21,7 +21,8 @@ using ElementOf = std::conditional_t<kDType == DType::kF16, cute::half_t, cute::
 template <DType kDType, int kHeadDim, bool kPaged, bool kWide>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
-  static_assert(!(kWide && kPaged), "wide tiles are for contiguous K/V only (tile_config.h)");
+  static_assert(!(kWide && kPaged) || kWidePaged<kHeadDim>,
+                "this head dim's wide tile is for contiguous K/V only (tile_config.h)");
   using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide>;
   const PlanState& st = plan_state(a);
   const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, Traits::kKVLenMaskOnly});
@@ -44,9 +45,9 @@ void launch_prefill(const core::AttentionParams& a) {
 #define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED)                                            \
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED>( \
       const flashband::core::AttentionParams&);
-// The wide-tile variant (contiguous K/V; with a causal / window mask only where
-// kWideMasked). Where its wgmma N is not a default shape (176, 80), its file defines
-// CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED before any include.
-#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM)                                                    \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, false, true>( \
+// The wide-tile variant (contiguous K/V, and paged where kWidePaged; with a causal / window
+// mask only where kWideMasked). Where its wgmma N is not a default shape (176, 80), its file
+// defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED before any include.
+#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED)                                            \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true>( \
       const flashband::core::AttentionParams&);

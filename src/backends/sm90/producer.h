@@ -193,7 +193,8 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
 // consumers free it, exactly like the TMA producer.
 template <class Traits>
 __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
-  static_assert(!Traits::kWide, "wide kernels' shared storage has no paged row tables");
+  static_assert(!Traits::kWide || kWidePaged<Traits::kHeadDim>,
+                "this head dim's wide kernels have no paged row tables in shared storage");
   using Element = typename Traits::Element;
   constexpr int kBlockN = Traits::kBlockN;
   constexpr int kStages = Traits::kStages;

@@ -2,8 +2,8 @@
 // soft cap are runtime inside each kernel (full tiles skip the mask arithmetic either way),
 // so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
 // storage, except that contiguous K/V gets the wide-tile kernel where the head dim has one:
-// D = 64 (192 query rows) and 128 (176 keys) for keys without a mask, D = 256 for all four
-// (tile_config.h use_wide_tiles, the rule plan_sm90 follows too).
+// D = 64 (192 query rows; paged K/V too) and 128 (176 keys) for keys without a mask, D = 256
+// for all four (tile_config.h use_wide_tiles, the rule plan_sm90 follows too).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
@@ -33,13 +33,13 @@ constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWid
 static_assert(sm90::kWideMasked<256>, "contiguous D = 256 would need its narrow kernel again");
 const Compiled kCompiled[] = {
     {DType::kF16, 64, kContiguous, kLaunch<DType::kF16, 64, false>, kLaunch<DType::kF16, 64, false, true>},
-    {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, nullptr},
+    {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, kLaunch<DType::kF16, 64, true, true>},
     {DType::kF16, 128, kContiguous, kLaunch<DType::kF16, 128, false>, kLaunch<DType::kF16, 128, false, true>},
     {DType::kF16, 128, kPaged, kLaunch<DType::kF16, 128, true>, nullptr},
     {DType::kF16, 256, kContiguous, nullptr, kLaunch<DType::kF16, 256, false, true>},
     {DType::kF16, 256, kPaged, kLaunch<DType::kF16, 256, true>, nullptr},
     {DType::kBF16, 64, kContiguous, kLaunch<DType::kBF16, 64, false>, kLaunch<DType::kBF16, 64, false, true>},
-    {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, nullptr},
+    {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, kLaunch<DType::kBF16, 64, true, true>},
     {DType::kBF16, 128, kContiguous, kLaunch<DType::kBF16, 128, false>, kLaunch<DType::kBF16, 128, false, true>},
     {DType::kBF16, 128, kPaged, kLaunch<DType::kBF16, 128, true>, nullptr},
     {DType::kBF16, 256, kContiguous, nullptr, kLaunch<DType::kBF16, 256, false, true>},

@@ -14,6 +14,8 @@
 #pragma once
 #include <cstdint>
 
+#include "backends/sm90/tile_config.h"
+
 namespace flashband::sm90 {
 
 template <class Traits>
@@ -31,9 +33,9 @@ struct SharedStorage {
   uint64_t v_full[Traits::kStages];
   uint64_t v_empty[Traits::kStages];
   // Paged K/V only: element offsets (K, V) of each row of a KV tile, -1 for rows past
-  // kv_len; three tiles' tables rotate (producer.h). Wide kernels never run paged K/V and
-  // keep one row (D = 256 wide needs the 4.7 KB).
-  static constexpr int kRowTableRows = Traits::kWide ? 1 : Traits::kBlockN;
+  // kv_len; three tiles' tables rotate (producer.h). Wide kernels of head dims that never
+  // run paged K/V (kWidePaged) keep one row (D = 256 wide needs the 4.7 KB).
+  static constexpr int kRowTableRows = Traits::kWide && !kWidePaged<Traits::kHeadDim> ? 1 : Traits::kBlockN;
   longlong2 kv_rows[3][kRowTableRows];
   int kv_pages[3][kRowTableRows];  // the page of each row (TMA page loads)
 };

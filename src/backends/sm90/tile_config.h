@@ -50,8 +50,9 @@ namespace flashband::sm90 {
 // over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
 // A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
 // three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
-// with the tile (D = 64 and 128 keep the narrow tile there), and the paged producer gathers
-// one row per thread (N <= 128), so paged K/V keeps kWide = false.
+// with the tile (D = 64 and 128 keep the narrow tile there). The paged producer gathers one
+// row per thread (N <= 128), so paged K/V takes the wide tile only at D = 64, whose wide
+// tile keeps 128 keys (kWidePaged below).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -113,13 +114,25 @@ constexpr bool kWideMasked = false;
 template <>
 constexpr bool kWideMasked<256> = true;
 
+// Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
+// paged producer gathers one KV row per thread), with room left for the paged row tables.
+// D = 64 (192 x 128, 146 KB + 7.5 KB of tables): with three consumers for every D = 64
+// kernel (seventh session, ncu), page 16 at 2k went 992 -> 884 us.
+template <int kHeadDim>
+constexpr bool kWidePaged = false;
+template <>
+constexpr bool kWidePaged<64> = true;
+static_assert(TileConfig<64, true>::kBlockN <= 128, "paged wide tiles gather one row per producer thread");
+
 FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
   const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
                         : head_dim == 256 ? kHasWide<256> : false;
   const bool masked_ok = head_dim == 128   ? kWideMasked<128>
                          : head_dim == 256 ? kWideMasked<256>
                                            : false;
-  return has_wide && !paged && (!needs_mask || masked_ok);
+  const bool paged_ok = head_dim == 64 ? kWidePaged<64> : head_dim == 128 ? kWidePaged<128>
+                        : head_dim == 256 ? kWidePaged<256> : false;
+  return has_wide && (!paged || paged_ok) && (!needs_mask || masked_ok);
 }
 
 struct TileShape {
