@@ -116,8 +116,9 @@ constexpr bool kWideMasked<256> = true;
 
 // Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
 // paged producer gathers one KV row per thread), with room left for the paged row tables.
-// D = 64 (192 x 128, 146 KB + 7.5 KB of tables): with three consumers for every D = 64
-// kernel (seventh session, ncu), page 16 at 2k went 992 -> 884 us.
+// D = 64 (192 x 128, 146 KB + 7.5 KB of tables), measured against the 128-row tile
+// (seventh session, ncu, bf16, non-causal): 2k page 16 974 -> 861 us, page 1 988 -> 859,
+// page 128 939 -> 814; 16k page 16 7.20 -> 6.00 ms; 512 page 16 321 -> 296 us.
 template <int kHeadDim>
 constexpr bool kWidePaged = false;
 template <>
