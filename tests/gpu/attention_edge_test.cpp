@@ -18,7 +18,8 @@ namespace {
 struct Named {
   std::string label;  // prefix of the test name
   Case c;
-  bool expect_split = false;  // sm80's planner must choose more than one KV split
+  bool expect_split = false;       // sm80's planner must choose more than one KV split
+  bool expect_split_sm90 = false;  // and sm90's
 };
 
 Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
@@ -116,6 +117,13 @@ std::vector<Named> edge_cases() {
   v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 80-key tiles
+  // sm90: split partial states from the 192-row D = 64 tile, contiguous and paged.
+  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, bf16, false), true, true});
+  {
+    Case c = make(E::kPaged, {40}, {2500}, 2, 2, 64, f16, false);
+    c.page_size = 16;
+    v.push_back({"split", c, true, true});
+  }
   {
     Case c = make(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
     c.page_size = 1;
@@ -221,6 +229,7 @@ TEST_P(GpuEdge, MatchesOracle) {
                         << r.info.num_kv_splits << ")";
   EXPECT_EQ(r.info.backend, c.backend);
   if (n.expect_split && c.backend == Backend::kSM80) EXPECT_GT(r.info.num_kv_splits, 1);
+  if (n.expect_split_sm90 && c.backend == Backend::kSM90) EXPECT_GT(r.info.num_kv_splits, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Edge, GpuEdge,
