@@ -37,9 +37,9 @@ Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk
   return c;
 }
 
-// A batch of n requests with query lengths 1..140 (one or two 128-row tiles), KV lengths
-// from 0 to qo + 119, every 11th request without keys and every 7th with fewer keys than
-// queries (causal rows that see nothing).
+// A batch of n requests with query lengths 1..max_qo (140: one or two 128-row tiles), KV
+// lengths from 0 to qo + 119, every 11th request without keys and every 7th with fewer keys
+// than queries (causal rows that see nothing).
 struct ManyRequests {
   std::vector<int> qo, kv;
 };
