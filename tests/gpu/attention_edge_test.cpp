@@ -174,7 +174,7 @@ std::vector<Named> edge_cases() {
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
-    // sm90: the 192-row D = 64 tile, with requests up to 2 tiles long.
+    // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
     const ManyRequests tall = many_requests(60, 420);
     v.push_back({"many_units", make(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
     for (int ps : {16, 128}) {

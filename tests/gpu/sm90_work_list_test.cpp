@@ -204,7 +204,7 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
   }
 }
 
-TEST(Sm90WorkList, WideTilesOnContiguousKVMaskedPerHeadDim) {
+TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
       if (paged) {  // the paged producer gathers one row per thread: at most 128 keys

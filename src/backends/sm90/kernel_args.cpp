@@ -19,10 +19,12 @@ const PlanState& plan_state(const core::AttentionParams& a) {
 
 KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState& st, const LaunchShape& shape) {
   KernelParams p{};
-  // Work items and the in-kernel tile walk count KV tiles of the planner's width.
-  if (st.block_n != shape.block_n)
-    throw Error(ErrorCode::kInternal, "sm90: plan built for KV tiles of " + std::to_string(st.block_n) +
-                                          " rows, the kernel's are " + std::to_string(shape.block_n));
+  // Work items and the in-kernel tile walk count query tiles and KV tiles of the planner's
+  // sizes (D = 64's two tiles differ only in rows, D = 128's and 256's only in keys).
+  if (st.block_m != shape.block_m || st.block_n != shape.block_n)
+    throw Error(ErrorCode::kInternal, "sm90: plan built for tiles of " + std::to_string(st.block_m) + " x " +
+                                          std::to_string(st.block_n) + " (query rows x keys), the kernel's are " +
+                                          std::to_string(shape.block_m) + " x " + std::to_string(shape.block_n));
   if (shape.kv_len_mask_only && core::needs_mask(a.causal, a.window_left))
     throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
   p.num_qo_heads = a.num_qo_heads;

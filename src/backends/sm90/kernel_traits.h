@@ -39,10 +39,11 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // A wide kernel whose head dim is not kWideMasked (D = 128) serves only problems without
+  // A wide kernel whose head dim is not kWideMasked (D = 64, 128) serves only problems without
   // a causal / window mask (registry key needs_mask = false, which the registry enforces):
   // its only partial tile is at kv_len's end, and the mask state folds away at compile time,
-  // which its 176-key S tile's registers need. D = 256's 80-key wide kernel keeps the mask.
+  // which D = 128's 176-key S tile's registers need (and D = 64's 160-register consumers
+  // welcome). D = 256's 80-key wide kernel keeps the mask.
   static constexpr bool kKVLenMaskOnly = kWide && !kWideMasked<kHeadDim>;
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
@@ -139,6 +140,17 @@ struct KernelTraits {
         if (byte_offset(int(k(r, c, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
         if (byte_offset(int(vt(c, r, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
         if (byte_offset(int(vt(c, r, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
+      }
+    }
+    // Q rows past the KV tile's (kBlockM > kBlockN: the third slab of 192 rows, D = 256's
+    // rows 80-127).
+    const int q_rows[] = {kBlockM - 65, kBlockM - 64, kBlockM - 57, kBlockM - 1};
+    for (int r : q_rows) {
+      for (int c : cols) {
+        if (c >= kHeadDim) continue;
+        if (byte_offset(int(q(r, c, 0))) != e * swizzled_offset(r, c, kBlockM)) return false;
+        if (byte_offset(int(q(r, c, kQStages - 1))) != e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM)))
+          return false;
       }
     }
     return true;

@@ -74,6 +74,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   auto state = std::make_shared<sm90::PlanState>();
   state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
+  state->block_m = tile.block_m;
   state->block_n = tile.block_n;
 
   sm90::WorkListInput in;

@@ -1,9 +1,10 @@
 // register_sm90_kernels: the sm90 prefill kernels compiled in kernels/*.cu. Masking and the
 // soft cap are runtime inside each kernel (full tiles skip the mask arithmetic either way),
 // so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
-// storage, except that contiguous K/V gets the wide-tile kernel where the head dim has one:
-// D = 64 (192 query rows; paged K/V too) and 128 (176 keys) for keys without a mask, D = 256
-// for all four (tile_config.h use_wide_tiles, the rule plan_sm90 follows too).
+// storage, except that the wide-tile kernel takes over where the head dim has one: D = 64
+// (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys without
+// a mask, contiguous D = 256 for all four (tile_config.h use_wide_tiles, the rule plan_sm90
+// follows too; make_kernel_params refuses a plan whose tile is not the kernel's).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
@@ -61,8 +62,8 @@ void register_sm90_kernels(Registry& r) {
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
         const bool wide = sm90::use_wide_tiles(c.head_dim, needs_mask, c.storage == kPaged);
-        // A missing wide kernel leaves the narrow one, which refuses the plan's wider tiles
-        // (make_kernel_params checks the tile width).
+        // A missing wide kernel leaves the narrow one, which refuses the plan's larger tiles
+        // (make_kernel_params checks both tile sides).
         const LaunchFn fn = wide && c.launch_wide ? c.launch_wide : c.launch;
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);

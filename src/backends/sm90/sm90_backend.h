@@ -31,7 +31,8 @@ struct PlanState {
   int64_t total_kv_tokens = 0;      // contiguous K/V rows addressable through TMA
   int num_sms = 0;
   int num_splits = 1;
-  int block_n = 0;                  // KV tile width the work list was built for (tile_config.h)
+  int block_m = 0;                  // query tile rows the work list was built for (tile_config.h)
+  int block_n = 0;                  // KV tile width the work list was built for
   float* partial_o = nullptr;       // split-KV states in the workspace
   float* partial_lse = nullptr;
   std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)

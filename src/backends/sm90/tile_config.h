@@ -9,7 +9,7 @@
 //   64 only (S 64 + P 32 + O 32). D = 64's GEMMs are short, about as long as a tile's
 //   softmax, so with two warpgroups the tensor cores wait whenever a softmax runs long; with
 //   three, two softmaxes run under the third's GEMMs (as in FlashAttention-3). D = 64 takes
-//   three only in its contiguous unmasked tile (kWide below): measured with three for every
+//   three only in its unmasked tile (kWide below, contiguous and paged): measured with three for every
 //   D = 64 kernel (seventh session, ncu, bf16), 16k 6.02 -> 5.34 ms, 2k 830 -> 781 us, page
 //   16 992 -> 884 us, 512 275 -> 275 us, but 2k causal 498 -> 517 us (a 192-row diagonal
 //   tile wastes more of its pairs, and there are fewer units to balance).
@@ -88,7 +88,8 @@ struct TileConfig<128, true> {
   static constexpr bool kPingPong = true, kFuseUnits = false;
 };
 // D = 256 wide: 80 keys (S 40 + P 20 + O 128 regs), 64 KB + 2 x 80 KB = 224 KB, which fits
-// only without the paged row tables (shared_storage.h drops them in wide kernels). The
+// only without the paged row tables (shared_storage.h drops them in wide kernels that are
+// not kWidePaged). The
 // per-step costs spread over 1.25x the columns of the 64-key tile (FlashAttention-3 uses
 // 80 at D = 256 too).
 template <>
