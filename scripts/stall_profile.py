@@ -2,10 +2,12 @@
 warps' stall samples fall: by opcode, and the instructions holding the most samples; with
 --reasons LO HI, the stall reasons of instructions LO..HI-1 (e.g. a producer's range);
 with --wavefronts, shared-memory wavefronts by opcode against ncu's ideal (bank conflicts,
-e.g. of cp.async gathers).
+e.g. of cp.async gathers); with --by-count, the samples grouped by how often each
+instruction ran, which separates code run once per work unit from code run once per KV step
+(--per N prints each count as a multiple of N, e.g. units x consumer warps).
 
   python3 scripts/stall_profile.py out/w16k_sass.csv [--top 25] [--around ADDR_INDEX]
-      [--reasons LO HI] [--wavefronts]
+      [--reasons LO HI] [--wavefronts] [--by-count [--per N]]
 """
 import argparse
 import collections
@@ -63,6 +65,8 @@ def main():
     p.add_argument("--reasons", type=int, nargs=2, metavar=("LO", "HI"),
                    help="stall reasons of the instructions LO..HI-1")
     p.add_argument("--wavefronts", action="store_true", help="shared-memory wavefronts by opcode")
+    p.add_argument("--by-count", action="store_true", help="samples grouped by execution count")
+    p.add_argument("--per", type=float, help="with --by-count: print counts as multiples of this")
     a = p.parse_args()
     rows = load(a.csv)
     if a.reasons:
@@ -87,6 +91,18 @@ def main():
         by_op[opcode(src)] += s
     print(f"{len(rows)} instructions, {total:.0f} samples")
     print("by opcode:", ", ".join(f"{op} {100 * s / total:.1f}%" for op, s in by_op.most_common(12)))
+    if a.by_count:
+        groups = collections.defaultdict(lambda: [0, 0.0, 1 << 62, -1])  # n, samples, first, last
+        for i, (_, s, ex) in enumerate(rows):
+            g = groups[ex]
+            g[0] += 1
+            g[1] += s
+            g[2] = min(g[2], i)
+            g[3] = max(g[3], i)
+        print("samples by execution count (instructions, share, index range):")
+        for ex, (n, s, lo, hi) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:a.top]:
+            per = f" = {ex / a.per:.3g} x {a.per:g}" if a.per else ""
+            print(f"  executed {ex:>9d}{per}: {n:5d} instructions, {100 * s / total:5.1f}%, {lo}..{hi}")
     if a.around is not None:
         picked = range(max(0, a.around - 30), min(len(rows), a.around + 30))
     else:
