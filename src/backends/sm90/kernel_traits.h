@@ -130,12 +130,14 @@ struct KernelTraits {
     constexpr int e = int(sizeof(Element));
     const int rows[] = {0, 1, 7, 8, 9, 15, kBlockN - 1};
     const int cols[] = {0, 1, 8, 15, 16, 63, 64, 65, 72, kHeadDim - 1};
+    auto q_matches = [&](int r, int c) {  // both Q buffers
+      return byte_offset(int(q(r, c, 0))) == e * swizzled_offset(r, c, kBlockM) &&
+             byte_offset(int(q(r, c, kQStages - 1))) == e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM));
+    };
     for (int r : rows) {
       for (int c : cols) {
         if (c >= kHeadDim) continue;
-        if (byte_offset(int(q(r, c, 0))) != e * swizzled_offset(r, c, kBlockM)) return false;
-        if (byte_offset(int(q(r, c, kQStages - 1))) != e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM)))
-          return false;
+        if (!q_matches(r, c)) return false;
         if (byte_offset(int(k(r, c, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
         if (byte_offset(int(k(r, c, 1))) != e * (kTileElems + swizzled_offset(r, c, kBlockN))) return false;
         if (byte_offset(int(vt(c, r, 0))) != e * swizzled_offset(r, c, kBlockN)) return false;
@@ -145,14 +147,9 @@ struct KernelTraits {
     // Q rows past the KV tile's (kBlockM > kBlockN: the third slab of 192 rows, D = 256's
     // rows 80-127).
     const int q_rows[] = {kBlockM - 65, kBlockM - 64, kBlockM - 57, kBlockM - 1};
-    for (int r : q_rows) {
-      for (int c : cols) {
-        if (c >= kHeadDim) continue;
-        if (byte_offset(int(q(r, c, 0))) != e * swizzled_offset(r, c, kBlockM)) return false;
-        if (byte_offset(int(q(r, c, kQStages - 1))) != e * ((kQStages - 1) * kQElems + swizzled_offset(r, c, kBlockM)))
-          return false;
-      }
-    }
+    for (int r : q_rows)
+      for (int c : cols)
+        if (c < kHeadDim && !q_matches(r, c)) return false;
     return true;
   }
   static_assert(cute::is_same_v<std::decay_t<decltype(SmemLayoutQ{}.layout_a())>, cute::Swizzle<3, 4, 3>> &&

@@ -124,17 +124,17 @@ template <int kHeadDim>
 constexpr bool kWidePaged = false;
 template <>
 constexpr bool kWidePaged<64> = true;
-static_assert(TileConfig<64, true>::kBlockN <= 128, "paged wide tiles gather one row per producer thread");
+
+template <int kHeadDim>
+FB_HD constexpr bool use_wide_tiles_of(bool needs_mask, bool paged) {
+  return kHasWide<kHeadDim> && (!paged || kWidePaged<kHeadDim>) && (!needs_mask || kWideMasked<kHeadDim>);
+}
 
 FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
-  const bool has_wide = head_dim == 64 ? kHasWide<64> : head_dim == 128 ? kHasWide<128>
-                        : head_dim == 256 ? kHasWide<256> : false;
-  const bool masked_ok = head_dim == 128   ? kWideMasked<128>
-                         : head_dim == 256 ? kWideMasked<256>
-                                           : false;
-  const bool paged_ok = head_dim == 64 ? kWidePaged<64> : head_dim == 128 ? kWidePaged<128>
-                        : head_dim == 256 ? kWidePaged<256> : false;
-  return has_wide && (!paged || paged_ok) && (!needs_mask || masked_ok);
+  return head_dim == 64    ? use_wide_tiles_of<64>(needs_mask, paged)
+         : head_dim == 128 ? use_wide_tiles_of<128>(needs_mask, paged)
+         : head_dim == 256 ? use_wide_tiles_of<256>(needs_mask, paged)
+                           : false;
 }
 
 struct TileShape {
