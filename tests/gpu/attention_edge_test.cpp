@@ -76,6 +76,20 @@ std::vector<Named> edge_cases() {
     c.page_size = len == 193 ? 64 : 16;
     v.push_back({"tile_edge", c});
   }
+  // sm90 takes the 192-row D = 64 tile under a mask only for long requests (tile_config.h
+  // kWideMaskedMinRows: 4096 rows per typical request): causal, window and both, contiguous
+  // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (4300 = 22 x 192
+  // + 76) and short requests beside the long one.
+  v.push_back({"long_masked", make(E::kRagged, {4300, 100}, {4300, 250}, 2, 1, 64, bf16, true)});
+  v.push_back({"long_masked", make(E::kSingle, {4097}, {5000}, 2, 2, 64, f16, false, 300)});
+  {
+    Case c = make(E::kPaged, {4500}, {4600}, 4, 2, 64, f16, true, 700);
+    c.page_size = 16;
+    v.push_back({"long_masked", c});
+    c = make(E::kPaged, {4200, 7}, {4210, 300}, 2, 1, 64, bf16, true);
+    c.page_size = 64;
+    v.push_back({"long_masked", c});
+  }
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
   v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
   {
@@ -195,16 +209,43 @@ std::vector<Named> edge_cases() {
   return v;
 }
 
+// The tile sm90's planner takes for a case (plan.cpp: use_wide_tiles on the case's shape;
+// the cases' windows are shorter than their keys, so none is normalised away).
+sm90::TileShape sm90_tile(const Case& c) {
+  std::vector<int32_t> qo_indptr = {0};
+  for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
+  const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
+  const bool masked = c.causal || c.window_left >= 0;
+  return sm90::tile_shape(c.head_dim, sm90::use_wide_tiles(c.head_dim, masked, c.entry == EntryPoint::kPaged, rows));
+}
+
+// The long_masked cases run sm90's masked D = 64 kernels on the 192-row tile; the other
+// masked D = 64 prefill cases on the 128-row one, so both tiles meet every mask.
+TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
+  int tall = 0, narrow = 0;
+  for (const Named& n : edge_cases()) {
+    const bool masked = n.c.causal || n.c.window_left >= 0;
+    if (n.c.head_dim != 64 || !masked || n.c.entry == EntryPoint::kDecode) continue;
+    const int block_m = sm90_tile(n.c).block_m;
+    if (n.label == "long_masked") {
+      EXPECT_EQ(block_m, 192) << n.c.name();
+      ++tall;
+    } else {
+      EXPECT_EQ(block_m, 128) << n.c.name();
+      ++narrow;
+    }
+  }
+  EXPECT_EQ(tall, 4);
+  EXPECT_GE(narrow, 10);
+}
+
 // The many_units cases must give every CTA of a 132-SM GPU several sm90 units (one unit per
 // query tile of the case's sm90 tile and query head); checked without a GPU.
 TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
   int checked = 0;
   for (const Named& n : edge_cases()) {
     if (n.label != "many_units") continue;
-    const bool masked = n.c.causal || n.c.window_left >= 0;
-    const int block_m =
-        sm90::tile_shape(n.c.head_dim, sm90::use_wide_tiles(n.c.head_dim, masked, n.c.entry == EntryPoint::kPaged))
-            .block_m;
+    const int block_m = sm90_tile(n.c).block_m;
     ASSERT_GT(block_m, 0) << n.c.name();
     long long units = 0;
     for (int qo : n.c.qo_lens) units += (qo + block_m - 1) / block_m * n.c.num_qo_heads;

@@ -205,36 +205,64 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
 }
 
 TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
+  constexpr int64_t kShort = 1, kLong = int64_t{1} << 40;  // typical request rows
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
+      // Without a mask the length does not matter.
+      EXPECT_EQ(use_wide_tiles(D, false, paged, kShort), use_wide_tiles(D, false, paged, kLong)) << D;
+      EXPECT_FALSE(wide_tiles_by_shape(D, false, paged)) << D;
       if (paged) {  // the paged producer gathers one row per thread: at most 128 keys
-        EXPECT_EQ(use_wide_tiles(D, false, true), D == 64) << D;
-        if (use_wide_tiles(D, false, true)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
-        EXPECT_FALSE(use_wide_tiles(D, true, true)) << D;
+        EXPECT_EQ(use_wide_tiles(D, false, true, kShort), D == 64) << D;
+        if (use_wide_tiles(D, false, true, kShort)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
       }
-      // A causal / window mask takes the wide tile only where the head dim opts in.
-      if (!use_wide_tiles(D, false, paged)) EXPECT_FALSE(use_wide_tiles(D, true, paged)) << D;
-      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged));
+      for (int64_t rows : {kShort, kLong}) {
+        // A causal / window mask takes the wide tile only where the head dim opts in.
+        if (!use_wide_tiles(D, false, paged, rows)) EXPECT_FALSE(use_wide_tiles(D, true, paged, rows)) << D;
+        // A longer request never leaves the wide tile for the narrow one.
+        if (use_wide_tiles(D, true, paged, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, kLong)) << D;
+      }
+      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, kShort));
       EXPECT_EQ(wide.block_m % 64, 0) << D;  // one consumer warpgroup per 64 rows
       EXPECT_EQ(wide.block_n % 16, 0) << D;
       EXPECT_LE(wide.block_n, 256) << D;
     }
   }
-  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false)).block_n, 176);
-  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false)).block_n, 80);
-  // Measured: the 80-key tile pays under a causal mask at D = 256, the 176-key one does not
-  // at D = 128 (tile_config.h).
-  EXPECT_TRUE(use_wide_tiles(256, true, false));
-  EXPECT_FALSE(use_wide_tiles(128, true, false));
-  // D = 64's unmasked tile is taller (192 rows, three consumers), not wider, for paged K/V
-  // too; it lost 4% at 2k causal, so masked problems keep the 128-row tile.
-  EXPECT_TRUE(use_wide_tiles(64, false, false));
-  EXPECT_TRUE(use_wide_tiles(64, false, true));
-  EXPECT_FALSE(use_wide_tiles(64, true, false));
-  EXPECT_FALSE(use_wide_tiles(64, true, true));
+  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, kShort)).block_n, 176);
+  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, kShort)).block_n, 80);
+  // Measured: the 80-key tile pays under a causal mask at D = 256 at every length, the
+  // 176-key one does not at D = 128 (tile_config.h).
+  EXPECT_TRUE(use_wide_tiles(256, true, false, kShort));
+  EXPECT_FALSE(use_wide_tiles(128, true, false, kLong));
+  EXPECT_FALSE(wide_tiles_by_shape(256, true, false));
+  EXPECT_FALSE(wide_tiles_by_shape(128, true, false));
+  // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
+  // Under a mask it lost 3-18% at 512-2k causal and gained 6-8% at 8k-16k, so masked
+  // problems take it from 4096 rows per typical request, the other keys at any length.
+  for (bool paged : {false, true}) {
+    EXPECT_TRUE(use_wide_tiles(64, false, paged, kShort));
+    EXPECT_FALSE(use_wide_tiles(64, true, paged, 2048));
+    EXPECT_FALSE(use_wide_tiles(64, true, paged, 4095));
+    EXPECT_TRUE(use_wide_tiles(64, true, paged, 4096));
+    EXPECT_TRUE(wide_tiles_by_shape(64, true, paged));
+  }
   EXPECT_EQ(tile_shape(64, true).block_m, 192);
   EXPECT_EQ(tile_shape(64, true).block_n, 128);
   EXPECT_EQ(tile_shape(64, false).block_m, 128);
+}
+
+TEST(Sm90WorkList, TypicalRequestRowsWeighsRowsByTheirRequest) {
+  const std::vector<int32_t> none = {0, 0, 0};
+  EXPECT_EQ(typical_request_rows(none.data(), 2), 0);
+  const std::vector<int32_t> one = {0, 4096};
+  EXPECT_EQ(typical_request_rows(one.data(), 1), 4096);
+  const std::vector<int32_t> equal = {0, 512, 1024, 1536};
+  EXPECT_EQ(typical_request_rows(equal.data(), 3), 512);
+  // One 8191-row request beside a 1-row one: nearly every row is in the long request.
+  const std::vector<int32_t> skew = {0, 1, 8192};
+  EXPECT_EQ(typical_request_rows(skew.data(), 2), 8190);
+  // A chunk of 64 rows beside an empty request: the empty one has no rows to weigh.
+  const std::vector<int32_t> chunk = {0, 0, 64};
+  EXPECT_EQ(typical_request_rows(chunk.data(), 2), 64);
 }
 
 TEST(Sm90WorkList, WorkspaceCoversEitherQueryTile) {

@@ -24,7 +24,9 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
-template <class Element_, int kHeadDim_, bool kWide_ = false>
+// kMasked_: the kernel computes causal / window masks; without them (wide tiles only) it
+// serves problems without a mask, whose only partial tile is at kv_len's end.
+template <class Element_, int kHeadDim_, bool kWide_ = false, bool kMasked_ = true>
 struct KernelTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -39,12 +41,13 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // A wide kernel whose head dim is not kWideMasked (D = 64, 128) serves only problems without
-  // a causal / window mask (registry key needs_mask = false, which the registry enforces):
-  // its only partial tile is at kv_len's end, and the mask state folds away at compile time,
-  // which D = 128's 176-key S tile's registers need (and D = 64's 160-register consumers
-  // welcome). D = 256's 80-key wide kernel keeps the mask.
-  static constexpr bool kKVLenMaskOnly = kWide && !kWideMasked<kHeadDim>;
+  // An unmasked wide kernel (tile_config.h kWideFoldsMask: D = 64, 128) serves only problems
+  // without a causal / window mask (registry key needs_mask = false, which make_kernel_params
+  // enforces): the mask state folds away at compile time, which D = 128's 176-key S tile's
+  // registers need, and which measured 2-4% faster at D = 64 (eighth session).
+  static constexpr bool kKVLenMaskOnly = !kMasked_;
+  static_assert(kMasked_ || kWide_, "only a wide tile has a kernel without masks");
+  static_assert(kMasked_ || kWideFoldsMask<kHeadDim>, "this head dim's wide kernel keeps the mask");
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 

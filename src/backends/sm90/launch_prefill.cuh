@@ -1,4 +1,4 @@
-// launch_prefill<DType, D, kPaged>: the registry's launch function for one compiled
+// launch_prefill<DType, D, kPaged, kWide, kMasked>: the registry's launch function for one compiled
 // kernel. No allocation and no host synchronisation: tensor maps are encoded on the host
 // (a pure function of pointers and strides), the grid is one CTA per multiprocessor at most.
 // Each kernels/*.cu file instantiates one of these.
@@ -18,12 +18,12 @@ namespace flashband::sm90 {
 template <DType kDType>
 using ElementOf = std::conditional_t<kDType == DType::kF16, cute::half_t, cute::bfloat16_t>;
 
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide, bool kMasked>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
   static_assert(!(kWide && kPaged) || kWidePaged<kHeadDim>,
                 "this head dim's wide tile is for contiguous K/V only (tile_config.h)");
-  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide>;
+  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMasked>;
   const PlanState& st = plan_state(a);
   const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, Traits::kKVLenMaskOnly});
   if (p.num_units == 0) return;
@@ -43,11 +43,15 @@ void launch_prefill(const core::AttentionParams& a) {
 
 // One explicit instantiation per kernels/*.cu file.
 #define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED)                                            \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED>( \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, false, true>( \
       const flashband::core::AttentionParams&);
-// The wide-tile variant (contiguous K/V, and paged where kWidePaged; with a causal / window
-// mask only where kWideMasked). Where its wgmma N is not a default shape (176, 80), its file
-// defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED before any include.
-#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED)                                            \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true>( \
+// The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /
+// window mask (where kWideMasked), and without it (where kWideFoldsMask). Where its wgmma N
+// is not a default shape (176, 80), its file defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+// before any include.
+#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED)                                                  \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, true>( \
+      const flashband::core::AttentionParams&);
+#define FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(DTYPE, HEAD_DIM, PAGED)                                          \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, false>( \
       const flashband::core::AttentionParams&);

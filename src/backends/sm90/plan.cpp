@@ -62,9 +62,11 @@ namespace detail {
 void plan_sm90(Plan& plan, const Workspace& workspace) {
   core::AttentionParams& a = plan.params;
   const bool paged = a.kv_storage == core::KVStorage::kPaged;
-  // The same rule register.cpp used to pick the kernel this plan will launch.
-  const sm90::TileShape tile =
-      sm90::tile_shape(a.head_dim, sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged));
+  // The same rule register.cpp used to pick the kernel this plan will launch (for keys where
+  // it depends on the shape, the launch follows block_m / block_n below).
+  const int64_t request_rows = sm90::typical_request_rows(plan.qo_indptr.data(), plan.batch);
+  const sm90::TileShape tile = sm90::tile_shape(
+      a.head_dim, sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged, request_rows));
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
                                              " (supports 64, 128, 256)");

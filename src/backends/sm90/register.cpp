@@ -4,8 +4,11 @@
 // storage, except that the wide-tile kernel takes over where the head dim has one: D = 64
 // (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys without
 // a mask, contiguous D = 256 for all four (tile_config.h use_wide_tiles, the rule plan_sm90
-// follows too; make_kernel_params refuses a plan whose tile is not the kernel's).
+// follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
+// rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
+// launch runs the kernel of the tile its plan chose.
 // Decode is not registered: the sm80 backend's decode kernel serves it.
+#include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
 #include "dispatch/registry.h"
@@ -19,32 +22,56 @@ struct Compiled {
   DType dtype;
   int head_dim;
   core::KVStorage storage;
-  LaunchFn launch;       // nullptr where use_wide_tiles is always true (contiguous D = 256)
-  LaunchFn launch_wide;  // nullptr where use_wide_tiles is never true
+  LaunchFn launch;              // the narrow tile; nullptr where the wide one serves every key
+  LaunchFn launch_wide;         // the wide tile without masks; nullptr where it has none
+  LaunchFn launch_wide_masked;  // the wide tile with masks; nullptr where it has none
+  LaunchFn launch_plan;         // launch_plan_tile where a masked key's tile depends on the shape
 };
 
 constexpr core::KVStorage kContiguous = core::KVStorage::kContiguous;
 constexpr core::KVStorage kPaged = core::KVStorage::kPaged;
 
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false>
-constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide>;
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, bool kMasked = true>
+constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide, kMasked>;
 
-// The kernel list: one row per kernels/*.cu file, plus its *_wide.cu file where it has one.
-// Contiguous D = 256 compiles only the wide kernel, which serves every key (kWideMasked).
-static_assert(sm90::kWideMasked<256>, "contiguous D = 256 would need its narrow kernel again");
+// The launch of a masked key whose tile the plan picks by shape: the plan recorded its tile.
+template <DType kDType, int kHeadDim, bool kPaged>
+void launch_plan_tile(const core::AttentionParams& a) {
+  constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
+  const sm90::PlanState& st = sm90::plan_state(a);
+  if (st.block_m == wide.block_m && st.block_n == wide.block_n)
+    sm90::launch_prefill<kDType, kHeadDim, kPaged, true, true>(a);
+  else
+    sm90::launch_prefill<kDType, kHeadDim, kPaged, false, true>(a);  // refuses any other tile
+}
+
+// One row per dtype / head dim / storage, naming the kernels/*.cu files compiled for it
+// (only those are referenced: a function's address needs its definition at link time): the
+// narrow tile, the wide one without masks (*_wide.cu at D = 64 and 128) and with them
+// (*_wide_masked.cu at D = 64; *_wide.cu at D = 256, whose contiguous K/V has no narrow
+// kernel: its wide one serves every key).
+template <DType T, int D, bool P, bool kNarrow, bool kWide, bool kWideMasked>
+constexpr Compiled row() {
+  Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr};
+  if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
+  if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, false>;
+  if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true, true>;
+  if constexpr (kNarrow && kWideMasked) c.launch_plan = launch_plan_tile<T, D, P>;
+  return c;
+}
+
+static_assert(sm90::kWideMasked<256> && !sm90::kWideFoldsMask<256>,
+              "contiguous D = 256 would need its narrow kernel again");
+constexpr DType kF16 = DType::kF16, kBF16 = DType::kBF16;
+// Template arguments: dtype, head dim, paged; then whether it has the narrow, the wide and
+// the wide masked kernel.
 const Compiled kCompiled[] = {
-    {DType::kF16, 64, kContiguous, kLaunch<DType::kF16, 64, false>, kLaunch<DType::kF16, 64, false, true>},
-    {DType::kF16, 64, kPaged, kLaunch<DType::kF16, 64, true>, kLaunch<DType::kF16, 64, true, true>},
-    {DType::kF16, 128, kContiguous, kLaunch<DType::kF16, 128, false>, kLaunch<DType::kF16, 128, false, true>},
-    {DType::kF16, 128, kPaged, kLaunch<DType::kF16, 128, true>, nullptr},
-    {DType::kF16, 256, kContiguous, nullptr, kLaunch<DType::kF16, 256, false, true>},
-    {DType::kF16, 256, kPaged, kLaunch<DType::kF16, 256, true>, nullptr},
-    {DType::kBF16, 64, kContiguous, kLaunch<DType::kBF16, 64, false>, kLaunch<DType::kBF16, 64, false, true>},
-    {DType::kBF16, 64, kPaged, kLaunch<DType::kBF16, 64, true>, kLaunch<DType::kBF16, 64, true, true>},
-    {DType::kBF16, 128, kContiguous, kLaunch<DType::kBF16, 128, false>, kLaunch<DType::kBF16, 128, false, true>},
-    {DType::kBF16, 128, kPaged, kLaunch<DType::kBF16, 128, true>, nullptr},
-    {DType::kBF16, 256, kContiguous, nullptr, kLaunch<DType::kBF16, 256, false, true>},
-    {DType::kBF16, 256, kPaged, kLaunch<DType::kBF16, 256, true>, nullptr},
+    row<kF16, 64, false, true, true, true>(),      row<kF16, 64, true, true, true, true>(),
+    row<kF16, 128, false, true, true, false>(),    row<kF16, 128, true, true, false, false>(),
+    row<kF16, 256, false, false, false, true>(),   row<kF16, 256, true, true, false, false>(),
+    row<kBF16, 64, false, true, true, true>(),     row<kBF16, 64, true, true, true, true>(),
+    row<kBF16, 128, false, true, true, false>(),   row<kBF16, 128, true, true, false, false>(),
+    row<kBF16, 256, false, false, false, true>(),  row<kBF16, 256, true, true, false, false>(),
 };
 
 }  // namespace
@@ -61,10 +88,14 @@ void register_sm90_kernels(Registry& r) {
         key.head_dim = c.head_dim;
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
-        const bool wide = sm90::use_wide_tiles(c.head_dim, needs_mask, c.storage == kPaged);
+        const bool paged = c.storage == kPaged;
         // A missing wide kernel leaves the narrow one, which refuses the plan's larger tiles
         // (make_kernel_params checks both tile sides).
-        const LaunchFn fn = wide && c.launch_wide ? c.launch_wide : c.launch;
+        LaunchFn fn = c.launch;
+        if (sm90::wide_tiles_by_shape(c.head_dim, needs_mask, paged))
+          fn = c.launch_plan;
+        else if (sm90::use_wide_tiles(c.head_dim, needs_mask, paged, 0))
+          fn = needs_mask || c.launch_wide == nullptr ? c.launch_wide_masked : c.launch_wide;
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);
       }

@@ -39,8 +39,8 @@ struct PlanState {
 };
 
 // Registry launch functions, one per compiled kernel (dtype x head dim x storage x tile
-// variant, tile_config.h); each is explicitly instantiated in one kernels/*.cu file.
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false>
+// variant x mask, tile_config.h); each is explicitly instantiated in one kernels/*.cu file.
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, bool kMasked = true>
 void launch_prefill(const core::AttentionParams& params);
 
 }  // namespace flashband::sm90

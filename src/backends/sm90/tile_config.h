@@ -9,10 +9,11 @@
 //   64 only (S 64 + P 32 + O 32). D = 64's GEMMs are short, about as long as a tile's
 //   softmax, so with two warpgroups the tensor cores wait whenever a softmax runs long; with
 //   three, two softmaxes run under the third's GEMMs (as in FlashAttention-3). D = 64 takes
-//   three only in its unmasked tile (kWide below, contiguous and paged): measured with three for every
+//   three in its wide tile (kWide below, contiguous and paged): measured with three for every
 //   D = 64 kernel (seventh session, ncu, bf16), 16k 6.02 -> 5.34 ms, 2k 830 -> 781 us, page
 //   16 992 -> 884 us, 512 275 -> 275 us, but 2k causal 498 -> 517 us (a 192-row diagonal
-//   tile wastes more of its pairs, and there are fewer units to balance).
+//   tile wastes more of its pairs, and there are fewer units to balance), so masked
+//   problems take it only when their requests are long (kWideMaskedMinRows below).
 // - kBlockN: the widest KV tile whose S and O accumulators still fit the registers a
 //   consumer thread gets after setmaxnreg (240 with two consumers): D=64 -> 128 (S 64 + O 32
 //   regs), D=128 -> 128 (S 64 + O 64), D=256 -> 64 (S 32 + O 128). The narrow tiles use only
@@ -39,6 +40,8 @@
 //   It needs the next unit's Q to have landed by then: with one Q buffer that Q is loaded
 //   only after the unit's last Q K^T, so the fused step would wait for it; off there.
 #pragma once
+#include <cstdint>
+
 #include "core/hd.h"
 
 namespace flashband::sm90 {
@@ -50,7 +53,7 @@ namespace flashband::sm90 {
 // over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
 // A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
 // three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
-// with the tile (D = 64 and 128 keep the narrow tile there). The paged producer gathers one
+// with the tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged producer gathers one
 // row per thread (N <= 128), so paged K/V takes the wide tile only at D = 64, whose wide
 // tile keeps 128 keys (kWidePaged below).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
@@ -114,6 +117,26 @@ constexpr bool kWideMasked = false;
 // unit fusion, and 128 B of spills with the mask), 16k causal 1.98 -> 1.93 ms.
 template <>
 constexpr bool kWideMasked<256> = true;
+// D = 64 (eighth session, ncu, bf16, 16k tokens, 32 heads): the 192-row tile under a causal
+// mask, 16k 3.04 -> 2.80 ms and 8k 1.57 -> 1.48 ms, but 2k 502 -> 516 us and 512 216 ->
+// 255 us; causal W = 1024 at 16k 515 -> 511 us. So masked problems take it by length only.
+template <>
+constexpr bool kWideMasked<64> = true;
+
+// Head dims whose problems without a mask get a wide kernel of their own, with the mask
+// folded away (kernel_traits.h kKVLenMaskOnly); elsewhere (D = 256) the masked wide kernel
+// serves them too. D = 64 (eighth session, ncu, bf16): with the mask compiled in, 16k
+// 5.20 -> 5.32 ms, 2k page 16 846 -> 859 us, 512 257 -> 267 us.
+template <int kHeadDim>
+constexpr bool kWideFoldsMask = kHeadDim != 256;
+
+// Masked problems take a kWideMasked tile only when the typical request has at least this
+// many query rows (typical_request_rows below): the taller tile's diagonal waste and
+// its fewer units cost short requests more than its softmax overlap gains.
+template <int kHeadDim>
+constexpr int64_t kWideMaskedMinRows = 0;
+template <>
+constexpr int64_t kWideMaskedMinRows<64> = 4096;
 
 // Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
 // paged producer gathers one KV row per thread), with room left for the paged row tables.
@@ -125,16 +148,37 @@ constexpr bool kWidePaged = false;
 template <>
 constexpr bool kWidePaged<64> = true;
 
+// request_rows: the problem's typical_request_rows (only masked problems read it).
 template <int kHeadDim>
-FB_HD constexpr bool use_wide_tiles_of(bool needs_mask, bool paged) {
-  return kHasWide<kHeadDim> && (!paged || kWidePaged<kHeadDim>) && (!needs_mask || kWideMasked<kHeadDim>);
+FB_HD constexpr bool use_wide_tiles_of(bool needs_mask, bool paged, int64_t request_rows) {
+  return kHasWide<kHeadDim> && (!paged || kWidePaged<kHeadDim>) &&
+         (!needs_mask || (kWideMasked<kHeadDim> && request_rows >= kWideMaskedMinRows<kHeadDim>));
 }
 
-FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged) {
-  return head_dim == 64    ? use_wide_tiles_of<64>(needs_mask, paged)
-         : head_dim == 128 ? use_wide_tiles_of<128>(needs_mask, paged)
-         : head_dim == 256 ? use_wide_tiles_of<256>(needs_mask, paged)
+FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged, int64_t request_rows) {
+  return head_dim == 64    ? use_wide_tiles_of<64>(needs_mask, paged, request_rows)
+         : head_dim == 128 ? use_wide_tiles_of<128>(needs_mask, paged, request_rows)
+         : head_dim == 256 ? use_wide_tiles_of<256>(needs_mask, paged, request_rows)
                            : false;
+}
+
+// Whether the tile of a registry key (head dim, needs_mask, storage) depends on the problem's
+// shape: its launch then runs whichever kernel the plan's tile names (register.cpp).
+FB_HD constexpr bool wide_tiles_by_shape(int head_dim, bool needs_mask, bool paged) {
+  return use_wide_tiles(head_dim, needs_mask, paged, 0) != use_wide_tiles(head_dim, needs_mask, paged, INT64_MAX);
+}
+
+// The query rows (tokens; each query head is its own unit) of the request a typical query
+// row belongs to: sum(rows^2) / sum(rows) over the requests, so one long request among
+// short ones counts as long, as its work does. 0 for a problem without query rows.
+inline int64_t typical_request_rows(const int32_t* qo_indptr, int batch) {
+  double sum = 0, sum_sq = 0;
+  for (int b = 0; b < batch; ++b) {
+    const double rows = static_cast<double>(qo_indptr[b + 1] - qo_indptr[b]);
+    sum += rows;
+    sum_sq += rows * rows;
+  }
+  return sum > 0 ? static_cast<int64_t>(sum_sq / sum) : 0;
 }
 
 struct TileShape {

@@ -3,4 +3,4 @@
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #include "backends/sm90/launch_prefill.cuh"
 
-FLASHBAND_SM90_PREFILL_WIDE(kF16, 128, false)
+FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(kF16, 128, false)

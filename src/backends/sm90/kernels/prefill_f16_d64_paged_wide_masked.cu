@@ -1,0 +1,5 @@
+#include "backends/sm90/launch_prefill.cuh"
+
+// Paged K/V on the 192-row, three-consumer D = 64 tile, with the causal / window
+// mask: masked problems with long requests (tile_config.h kWideMaskedMinRows).
+FLASHBAND_SM90_PREFILL_WIDE(kF16, 64, true)
