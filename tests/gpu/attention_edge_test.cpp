@@ -77,16 +77,16 @@ std::vector<Named> edge_cases() {
     v.push_back({"tile_edge", c});
   }
   // sm90 takes the 192-row D = 64 tile under a mask only for long requests (tile_config.h
-  // kWideMaskedMinRows: 4096 rows per typical request): causal, window and both, contiguous
-  // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (4300 = 22 x 192
-  // + 76) and short requests beside the long one.
-  v.push_back({"long_masked", make(E::kRagged, {4300, 100}, {4300, 250}, 2, 1, 64, bf16, true)});
-  v.push_back({"long_masked", make(E::kSingle, {4097}, {5000}, 2, 2, 64, f16, false, 300)});
+  // kWideMaskedMinRows: 6144 rows per typical request): causal, window and both, contiguous
+  // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (6300 = 32 x 192
+  // + 156, 6145 = 32 x 192 + 1) and short requests beside the long one.
+  v.push_back({"long_masked", make(E::kRagged, {6300, 100}, {6300, 250}, 2, 1, 64, bf16, true)});
+  v.push_back({"long_masked", make(E::kSingle, {6145}, {7000}, 2, 2, 64, f16, false, 300)});
   {
-    Case c = make(E::kPaged, {4500}, {4600}, 4, 2, 64, f16, true, 700);
+    Case c = make(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
     c.page_size = 16;
     v.push_back({"long_masked", c});
-    c = make(E::kPaged, {4200, 7}, {4210, 300}, 2, 1, 64, bf16, true);
+    c = make(E::kPaged, {6200, 7}, {6210, 300}, 2, 1, 64, bf16, true);
     c.page_size = 64;
     v.push_back({"long_masked", c});
   }

@@ -236,13 +236,14 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_FALSE(wide_tiles_by_shape(256, true, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, true, false));
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
-  // Under a mask it lost 3-18% at 512-2k causal and gained 6-8% at 8k-16k, so masked
-  // problems take it from 4096 rows per typical request, the other keys at any length.
+  // Under a mask it lost 1-18% at 512-4k causal and gained 6-8% at 8k-16k, so masked
+  // problems take it from 6144 rows per typical request, the other keys at any length.
   for (bool paged : {false, true}) {
     EXPECT_TRUE(use_wide_tiles(64, false, paged, kShort));
     EXPECT_FALSE(use_wide_tiles(64, true, paged, 2048));
-    EXPECT_FALSE(use_wide_tiles(64, true, paged, 4095));
-    EXPECT_TRUE(use_wide_tiles(64, true, paged, 4096));
+    EXPECT_FALSE(use_wide_tiles(64, true, paged, 4096));
+    EXPECT_FALSE(use_wide_tiles(64, true, paged, 6143));
+    EXPECT_TRUE(use_wide_tiles(64, true, paged, 6144));
     EXPECT_TRUE(wide_tiles_by_shape(64, true, paged));
   }
   EXPECT_EQ(tile_shape(64, true).block_m, 192);

@@ -118,8 +118,9 @@ constexpr bool kWideMasked = false;
 template <>
 constexpr bool kWideMasked<256> = true;
 // D = 64 (eighth session, ncu, bf16, 16k tokens, 32 heads): the 192-row tile under a causal
-// mask, 16k 3.04 -> 2.80 ms and 8k 1.57 -> 1.48 ms, but 2k 502 -> 516 us and 512 216 ->
-// 255 us; causal W = 1024 at 16k 515 -> 511 us. So masked problems take it by length only.
+// mask, 16k 2.99 -> 2.81 ms (paged, pages of 16: 3.60 -> 3.10), 8k 1.57 -> 1.48 ms, but 4k
+// 847 -> 854 us, 2k 502 -> 516 us and 512 216 -> 255 us; at 16k causal W = 4096 1.40 ->
+// 1.32 ms, W = 1024 515 -> 511 us. So masked problems take it by length only.
 template <>
 constexpr bool kWideMasked<64> = true;
 
@@ -136,7 +137,7 @@ constexpr bool kWideFoldsMask = kHeadDim != 256;
 template <int kHeadDim>
 constexpr int64_t kWideMaskedMinRows = 0;
 template <>
-constexpr int64_t kWideMaskedMinRows<64> = 4096;
+constexpr int64_t kWideMaskedMinRows<64> = 6144;
 
 // Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
 // paged producer gathers one KV row per thread), with room left for the paged row tables.
