@@ -13,7 +13,8 @@
 
 namespace flashband {
 
-// What a run did: the backend that ran and the kernel variant it used.
+// What a run did: the backend that ran and the kernel variant it used (its registry key,
+// plus what the backend chose beyond it, e.g. sm90's tile as "/tile192x128").
 struct RunInfo {
   Backend backend = Backend::kAuto;
   std::string variant;

@@ -102,6 +102,7 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     p.kernel = *p.candidates[i].kernel;
     p.params = base;
     p.backend_state.reset();
+    p.variant_detail.clear();
     backend_planner(p.backend)(p, workspace);
     if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
   });
@@ -208,6 +209,7 @@ RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
   RunInfo info;
   info.backend = plan.backend;
   info.variant = plan.kernel.key.to_string();
+  if (!plan.variant_detail.empty()) info.variant += "/" + plan.variant_detail;
   info.num_kv_splits = params.num_kv_splits;
   return info;
 }

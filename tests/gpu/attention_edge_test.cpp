@@ -4,11 +4,13 @@
 // few row tiles to fill the GPU (the planner must split the KV range).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "backends/sm90/tile_config.h"
+#include "core/mask.h"
 #include "case.h"
 #include "gpu_backends.h"
 
@@ -67,7 +69,8 @@ std::vector<Named> edge_cases() {
     v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
   }
   // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
-  // the third one's first row), paged K/V too; the causal ones take the 128-row tile. Pages
+  // the third one's first row), paged K/V too; the causal ones (short requests) take the
+  // 128-row tile. Pages
   // of 16 are gathered, pages of 64 loaded by TMA.
   for (int len : {191, 192, 193}) {
     for (bool causal : {false, true})
@@ -81,7 +84,9 @@ std::vector<Named> edge_cases() {
   // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (6300 = 32 x 192
   // + 156, 6145 = 32 x 192 + 1) and short requests beside the long one.
   v.push_back({"long_masked", make(E::kRagged, {6300, 100}, {6300, 250}, 2, 1, 64, bf16, true)});
-  v.push_back({"long_masked", make(E::kSingle, {6145}, {7000}, 2, 2, 64, f16, false, 300)});
+  v.push_back({"long_masked", make(E::kSingle, {6145}, {7000}, 2, 2, 64, f16, false, 300), false, true});
+  // One head: too few 192-row tiles for the GPU, so the causal KV range is split too.
+  v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
   {
     Case c = make(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
     c.page_size = 16;
@@ -209,13 +214,14 @@ std::vector<Named> edge_cases() {
   return v;
 }
 
-// The tile sm90's planner takes for a case (plan.cpp: use_wide_tiles on the case's shape;
-// the cases' windows are shorter than their keys, so none is normalised away).
+// The tile sm90's planner takes for a case (plan.cpp: use_wide_tiles on the case's shape,
+// with the window normalised against the longest KV as plan() does).
 sm90::TileShape sm90_tile(const Case& c) {
   std::vector<int32_t> qo_indptr = {0};
   for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
   const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
-  const bool masked = c.causal || c.window_left >= 0;
+  const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+  const bool masked = core::needs_mask(c.causal, core::normalize_window(c.window_left, max_kv));
   return sm90::tile_shape(c.head_dim, sm90::use_wide_tiles(c.head_dim, masked, c.entry == EntryPoint::kPaged, rows));
 }
 
@@ -235,7 +241,7 @@ TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
       ++narrow;
     }
   }
-  EXPECT_EQ(tall, 4);
+  EXPECT_EQ(tall, 5);
   EXPECT_GE(narrow, 10);
 }
 
@@ -271,6 +277,12 @@ TEST_P(GpuEdge, MatchesOracle) {
   EXPECT_EQ(r.info.backend, c.backend);
   if (n.expect_split && c.backend == Backend::kSM80) EXPECT_GT(r.info.num_kv_splits, 1);
   if (n.expect_split_sm90 && c.backend == Backend::kSM90) EXPECT_GT(r.info.num_kv_splits, 1);
+  // sm90 names the tile it ran (the plan picks it by shape for masked D = 64).
+  if (c.backend == Backend::kSM90 && c.entry != EntryPoint::kDecode) {
+    const sm90::TileShape t = sm90_tile(n.c);
+    const std::string tile = "/tile" + std::to_string(t.block_m) + "x" + std::to_string(t.block_n);
+    EXPECT_NE(r.info.variant.find(tile), std::string::npos) << r.info.variant << " ran, expected " << tile;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Edge, GpuEdge,

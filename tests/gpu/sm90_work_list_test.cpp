@@ -215,12 +215,11 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
         EXPECT_EQ(use_wide_tiles(D, false, true, kShort), D == 64) << D;
         if (use_wide_tiles(D, false, true, kShort)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
       }
-      for (int64_t rows : {kShort, kLong}) {
-        // A causal / window mask takes the wide tile only where the head dim opts in.
+      // A causal / window mask takes the wide tile only where the head dim opts in.
+      for (int64_t rows : {kShort, kLong})
         if (!use_wide_tiles(D, false, paged, rows)) EXPECT_FALSE(use_wide_tiles(D, true, paged, rows)) << D;
-        // A longer request never leaves the wide tile for the narrow one.
-        if (use_wide_tiles(D, true, paged, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, kLong)) << D;
-      }
+      // A longer request never leaves the wide tile for the narrow one.
+      if (use_wide_tiles(D, true, paged, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, kLong)) << D;
       const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, kShort));
       EXPECT_EQ(wide.block_m % 64, 0) << D;  // one consumer warpgroup per 64 rows
       EXPECT_EQ(wide.block_n % 16, 0) << D;
@@ -285,12 +284,14 @@ TEST(Sm90WorkList, WorkspaceCoversEitherQueryTile) {
 TEST(Sm90WorkList, TallTileWalksEveryVisiblePair) {
   // A 192-row tile's last 64-row slab may hold no row of a short request (qo_len <= 128):
   // the walk still covers every visible pair (the consumers run that slab fully masked).
-  for (int q : {1, 64, 100, 128, 129, 191, 192, 193, 400})
-    for (bool causal : {false, true}) {
-      const core::MaskSpec spec{q, q + 7, causal, -1};
-      for (int mb = 0; mb * 192 < q; ++mb)
-        expect_walk_exact(spec, mb, 192, 128, core::kv_tile_span(spec, mb * 192, (mb + 1) * 192, 128));
-    }
+  // Windows too: masked D = 64 problems with long requests run on it (tile_config.h).
+  for (int q : {1, 64, 100, 128, 129, 191, 192, 193, 400, 6145})
+    for (bool causal : {false, true})
+      for (int window : {-1, 0, 31, 300}) {
+        const core::MaskSpec spec{q, q + 7, causal, window};
+        for (int mb = 0; mb * 192 < q; ++mb)
+          expect_walk_exact(spec, mb, 192, 128, core::kv_tile_span(spec, mb * 192, (mb + 1) * 192, 128));
+      }
 }
 
 TEST(Sm90WorkList, SplitPiecesPartitionTheSpan) {

@@ -11,7 +11,7 @@ struct LaunchShape {
   int block_m = 0;
   int block_n = 0;
   bool paged = false;
-  bool kv_len_mask_only = false;  // the kernel ignores causal / window (D = 128 wide tile)
+  bool kv_len_mask_only = false;  // the kernel ignores causal / window (unmasked wide kernels)
 };
 
 // The plan state behind params.work; throws Error(kInternal) when plan_sm90 did not run.

@@ -45,13 +45,17 @@ void launch_plan_tile(const core::AttentionParams& a) {
     sm90::launch_prefill<kDType, kHeadDim, kPaged, false, true>(a);  // refuses any other tile
 }
 
-// One row per dtype / head dim / storage, naming the kernels/*.cu files compiled for it
-// (only those are referenced: a function's address needs its definition at link time): the
-// narrow tile, the wide one without masks (*_wide.cu at D = 64 and 128) and with them
-// (*_wide_masked.cu at D = 64; *_wide.cu at D = 256, whose contiguous K/V has no narrow
-// kernel: its wide one serves every key).
-template <DType T, int D, bool P, bool kNarrow, bool kWide, bool kWideMasked>
+// One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
+// narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
+// without masks where kWideFoldsMask (*_wide.cu at D = 64 and 128) and with them where
+// kWideMasked (*_wide_masked.cu at D = 64, *_wide.cu at D = 256). Only these are
+// referenced, so a kernels/*.cu file missing for the rule fails the link.
+template <DType T, int D, bool P>
 constexpr Compiled row() {
+  constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
+  constexpr bool kWide = kWideTile && sm90::kWideFoldsMask<D>;
+  constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
+  constexpr bool kNarrow = !(sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::use_wide_tiles_of<D>(true, P, 0));
   Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
   if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, false>;
@@ -60,18 +64,11 @@ constexpr Compiled row() {
   return c;
 }
 
-static_assert(sm90::kWideMasked<256> && !sm90::kWideFoldsMask<256>,
-              "contiguous D = 256 would need its narrow kernel again");
-constexpr DType kF16 = DType::kF16, kBF16 = DType::kBF16;
-// Template arguments: dtype, head dim, paged; then whether it has the narrow, the wide and
-// the wide masked kernel.
 const Compiled kCompiled[] = {
-    row<kF16, 64, false, true, true, true>(),      row<kF16, 64, true, true, true, true>(),
-    row<kF16, 128, false, true, true, false>(),    row<kF16, 128, true, true, false, false>(),
-    row<kF16, 256, false, false, false, true>(),   row<kF16, 256, true, true, false, false>(),
-    row<kBF16, 64, false, true, true, true>(),     row<kBF16, 64, true, true, true, true>(),
-    row<kBF16, 128, false, true, true, false>(),   row<kBF16, 128, true, true, false, false>(),
-    row<kBF16, 256, false, false, false, true>(),  row<kBF16, 256, true, true, false, false>(),
+    row<DType::kF16, 64, false>(),   row<DType::kF16, 64, true>(),   row<DType::kF16, 128, false>(),
+    row<DType::kF16, 128, true>(),   row<DType::kF16, 256, false>(), row<DType::kF16, 256, true>(),
+    row<DType::kBF16, 64, false>(),  row<DType::kBF16, 64, true>(),  row<DType::kBF16, 128, false>(),
+    row<DType::kBF16, 128, true>(),  row<DType::kBF16, 256, false>(), row<DType::kBF16, 256, true>(),
 };
 
 }  // namespace

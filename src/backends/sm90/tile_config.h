@@ -47,15 +47,16 @@
 namespace flashband::sm90 {
 
 // kWide: the tile of contiguous K/V: for problems without a causal / window mask (registry
-// key needs_mask = false), where the only partial tile is at kv_len's end, and at D = 256
-// for masked problems too (kWideMasked below). At D = 128 and 256 it is a wider KV tile:
+// key needs_mask = false), where the only partial tile is at kv_len's end, and for masked
+// problems too at D = 256 and, with long requests, at D = 64 (kWideMasked, kWideMaskedMinRows
+// below). At D = 128 and 256 it is a wider KV tile:
 // wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers)
 // over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
 // A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
 // three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
-// with the tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged producer gathers one
-// row per thread (N <= 128), so paged K/V takes the wide tile only at D = 64, whose wide
-// tile keeps 128 keys (kWidePaged below).
+// with the tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged
+// producer gathers one row per thread (N <= 128), so paged K/V takes the wide tile only at
+// D = 64, whose wide tile keeps 128 keys (kWidePaged below).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -101,8 +102,9 @@ struct TileConfig<256, true> {
   static constexpr bool kPingPong = false, kFuseUnits = false;
 };
 
-// The one rule that picks the variant: register.cpp registers the wide kernel under exactly
-// these keys, and the planner builds its work list with the same tile.
+// The one rule that picks the variant (use_wide_tiles below): register.cpp registers the
+// kernels it needs per key (and, where it depends on the shape, a launch that follows the
+// plan's tile), and the planner builds its work list with the tile it picks.
 // A head dim whose wide tile equals the narrow one has no wide kernel.
 template <int kHeadDim>
 constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHeadDim, false>::kBlockN ||
