@@ -2,6 +2,7 @@
 (Nsight Compute: profile the last launch). No timing, no report.
 
   python bench/probe.py --backend sm90 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
+      [--batch B] [--heads H]
 """
 import argparse
 import sys
@@ -25,10 +26,14 @@ def main():
                    help="window_left (-1: none; >= seq - 1 is normalised to none, which "
                         "selects the unmasked kernel)")
     p.add_argument("--repeats", type=int, default=3)
+    # The same units another way: e.g. "--seq 512 --batch 1 --heads 512" gives the units of
+    # the default 512 case (32 requests x 16 heads) without a work list (one request).
+    p.add_argument("--batch", type=int, default=0, help="requests (0: 16k tokens / seq)")
+    p.add_argument("--heads", type=int, default=0, help="query = KV heads (0: 2048 / head dim)")
     a = p.parse_args()
-    h = HIDDEN // a.head_dim
-    case = Case("paged", "probe", TOKENS // a.seq, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window,
-                a.page)
+    h = a.heads or HIDDEN // a.head_dim
+    batch = a.batch or TOKENS // a.seq
+    case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page)
     fn, _, info = Flashband(a.backend).prepare(Inputs(case))
     for _ in range(a.repeats):
         fn()
