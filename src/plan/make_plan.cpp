@@ -102,7 +102,7 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     p.kernel = *p.candidates[i].kernel;
     p.params = base;
     p.backend_state.reset();
-    p.variant_detail.clear();
+    p.variant = p.kernel.key.to_string();
     backend_planner(p.backend)(p, workspace);
     if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
   });
@@ -208,8 +208,7 @@ RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
   if (params.total_qo_tokens > 0) plan.kernel.launch(params);
   RunInfo info;
   info.backend = plan.backend;
-  info.variant = plan.kernel.key.to_string();
-  if (!plan.variant_detail.empty()) info.variant += "/" + plan.variant_detail;
+  info.variant = plan.variant;
   info.num_kv_splits = params.num_kv_splits;
   return info;
 }

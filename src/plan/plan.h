@@ -38,9 +38,9 @@ struct Plan {
   std::vector<dispatch::Selection> candidates;  // what `auto` may fall back to, in order
   core::AttentionParams params;        // tensors filled in by run()
   std::shared_ptr<void> backend_state; // e.g. a cuDNN graph, owned by the plan
-  // What the kernel key leaves to the backend's planner (sm90: the tile, chosen by shape for
-  // some keys), appended to RunInfo::variant; empty where the key says it all.
-  std::string variant_detail;
+  // RunInfo::variant, built once per plan: the kernel key, plus what the backend's planner
+  // appends of its own choices (sm90: "/tileMxN", chosen by shape for some keys).
+  std::string variant;
 };
 
 // Per-backend planning: given a plan whose host fields and params' semantics are filled,

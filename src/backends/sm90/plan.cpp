@@ -78,7 +78,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
-  plan.variant_detail = "tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
+  plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
 
   sm90::WorkListInput in;
   in.batch = B;
