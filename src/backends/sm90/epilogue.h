@@ -1,7 +1,8 @@
 // Writes a consumer thread's finished rows: O = acc / sum in the output dtype plus the
 // base-2 LSE, or, for a split-KV item, the float32 partial state that the merge combines.
 // Rows past the request's qo_len are never written; rows that saw no key get exact 0 and
-// -inf. Each thread stores pairs of adjacent columns straight from registers.
+// -inf. Each thread stores pairs of adjacent columns straight from registers, or, where
+// the output is 16-byte aligned, 16 bytes after a transpose within its quad.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -26,6 +27,27 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
   }
 }
 
+// The 4 x 4 transpose of 32-bit words across a quad: lane q holds word i of column
+// block i (its two columns of that block); afterwards lane q holds the 4 words of block q
+// in column order (lane k's columns first for k = 0..3), 16 contiguous bytes. Two xor
+// rounds: in round m, the word whose index differs from the lane in bit m swaps with the
+// partner's (element (lane, i) ends at (i, lane)).
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
+  const int q = threadIdx.x % 4;
+#pragma unroll
+  for (int m = 1; m <= 2; m <<= 1) {
+    const bool upper = (q & m) != 0;
+#pragma unroll
+    for (int i0 = 0; i0 < 4; ++i0) {
+      if (i0 & m) continue;
+      const int i1 = i0 | m;
+      const uint32_t sent = __shfl_xor_sync(0xffffffffu, upper ? w[i0] : w[i1], m);
+      if (upper) w[i0] = sent;
+      else w[i1] = sent;
+    }
+  }
+}
+
 // o, c: (rows, cols) views of the output accumulator and of its (row, col) coordinates in
 // the query tile; fin: RowSoftmax::finish of each row, computed by the caller (its quad
 // shuffles can run while the last P V is still in flight).
@@ -35,6 +57,38 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
                                            int head_dim) {
   const WorkItem& it = t.item;
   const bool quad_leader = (threadIdx.x % 4) == 0;
+  if (it.split < 0 && p.o_vec16) {
+    // 16-byte stores: a quad's 4 x 4-byte pairs of 4 column blocks are transposed so that
+    // each lane writes one block's 8 columns (a warp instruction: 8 rows x 64 contiguous
+    // bytes, whole sectors, instead of 8 rows x 16 bytes). Every lane shuffles; rows past
+    // qo_len only skip the stores.
+    constexpr int kBlocks = decltype(cute::size<1>(o))::value / 2;  // 8-column blocks
+    static_assert(kBlocks % 4 == 0);
+    const int q = threadIdx.x % 4;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const auto& f = fin[r];
+      const int row = tile_row0 + cute::get<0>(c(r, 0));
+      const bool live = row < it.qo_len;
+      const int64_t token = static_cast<int64_t>(it.qo_start) + row;
+      Element* dst = static_cast<Element*>(p.o) + token * p.o_stride_n + static_cast<int64_t>(t.head) * p.o_stride_h;
+#pragma unroll
+      for (int g = 0; g < kBlocks / 4; ++g) {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int j = 2 * (4 * g + i);
+          // Rows that saw no key are exact zeros even where a hidden V row holds inf or NaN.
+          w[i] = f.scale == 0.0f ? 0u : pack2<Element>(o(r, j) * f.scale, o(r, j + 1) * f.scale);
+        }
+        quad_transpose(w);
+        if (live) *reinterpret_cast<uint4*>(dst + 8 * (4 * g + q)) = make_uint4(w[0], w[1], w[2], w[3]);
+      }
+      if (live && p.lse && quad_leader)
+        p.lse[token * p.lse_stride_n + static_cast<int64_t>(t.head) * p.lse_stride_h] = f.lse;
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const auto& f = fin[r];

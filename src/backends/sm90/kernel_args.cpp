@@ -61,6 +61,7 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   p.o = a.o;
   p.o_stride_n = a.o_stride_n;
   p.o_stride_h = a.o_stride_h;
+  p.o_vec16 = reinterpret_cast<uintptr_t>(a.o) % 16 == 0 && a.o_stride_n % 8 == 0 && a.o_stride_h % 8 == 0;
   p.lse = a.lse;
   p.lse_stride_n = a.lse_stride_n;
   p.lse_stride_h = a.lse_stride_h;
