@@ -1,7 +1,7 @@
 """Runs one benchmark case a few times with one flashband backend, for a profiler to attach to
 (Nsight Compute: profile the last launch). No timing, no report.
 
-  python bench/probe.py --backend sm90 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
+  python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
       [--batch B] [--heads H]
 """
 import argparse
@@ -12,7 +12,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import torch  # noqa: E402
 
 from cases import Case, HIDDEN, TOKENS  # noqa: E402
-from impls import Flashband, Inputs  # noqa: E402
+from impls import Flashband, Inputs, Sdpa  # noqa: E402
 
 
 def main():
@@ -34,7 +34,12 @@ def main():
     h = a.heads or HIDDEN // a.head_dim
     batch = a.batch or TOKENS // a.seq
     case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page)
-    fn, _, info = Flashband(a.backend).prepare(Inputs(case))
+    # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
+    peers = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-fa2": "FLASH_ATTENTION"}
+    if a.backend in peers:
+        fn, _, info = Sdpa(a.backend, peers[a.backend]).prepare(Inputs(case))
+    else:
+        fn, _, info = Flashband(a.backend).prepare(Inputs(case))
     for _ in range(a.repeats):
         fn()
     torch.cuda.synchronize()
