@@ -66,6 +66,7 @@ std::string Case::name() const {
   if (logits_soft_cap > 0.0f) s << "_cap" << number_token(logits_soft_cap);
   if (sm_scale) s << "_scale" << number_token(*sm_scale);
   if (!return_lse) s << "_nolse";
+  if (out_token_pad) s << "_opad" << out_token_pad;
   s << '_' << kv_layout_name(layout);
   if (entry == EntryPoint::kPaged || entry == EntryPoint::kDecode) {
     s << "_ps" << page_size;
@@ -101,6 +102,11 @@ CaseResult run_case(const Case& c, const RunConfig& cfg) {
   r.frob_rel_err = cmp.frob_rel_err;
   r.lse_max_err = cmp.lse_max_err;
   r.failure = cmp.failure;
+  if (!api.padding_untouched) {
+    r.failure = "the backend wrote into the output's padding between tokens (out_token_pad)";
+    r.passed = false;
+    return r;
+  }
 
   // SPEC.md: a window test must first show that its window matters, or a backend that
   // ignores the window would pass it.

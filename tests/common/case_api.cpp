@@ -1,5 +1,6 @@
 // run_api: a case through flashband's public entry points, on host or device memory.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 
@@ -48,12 +49,14 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   for (int b = 0; b < B; ++b)
     for (std::size_t i = 0; i < data[b].q.size(); ++i)
       q.set(static_cast<int64_t>(qo_indptr[b]) * Hq * D + static_cast<int64_t>(i), data[b].q[i]);
-  HostArray out(c.dtype, total_qo * Hq * D), lse(DType::kF32, total_qo * Hq);
+  const int64_t out_stride_n = Hq * D + c.out_token_pad;
+  HostArray out(c.dtype, total_qo * out_stride_n), lse(DType::kF32, total_qo * Hq);
   out.fill_nan();
   lse.fill_nan();
   const DeviceBuffer dq = to_device(dev, q), dout = to_device(dev, out), dlse = to_device(dev, lse);
   const TensorView qv = TensorView::contiguous(dq.data(), c.dtype, {total_qo, Hq, D}, dev);
-  const TensorView outv = TensorView::contiguous(dout.data(), c.dtype, {total_qo, Hq, D}, dev);
+  TensorView outv = TensorView::contiguous(dout.data(), c.dtype, {total_qo, Hq, D}, dev);
+  outv.strides[0] = out_stride_n;
   const TensorView lsev = TensorView::contiguous(dlse.data(), DType::kF32, {total_qo, Hq}, dev);
   const TensorView* lse_arg = c.return_lse ? &lsev : nullptr;
 
@@ -140,7 +143,15 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   ApiOutputs result;
   result.info = run();
   synchronize(dev);
-  result.out = read_back(dout, c.dtype, total_qo * Hq * D);
+  const std::vector<double> padded = read_back(dout, c.dtype, total_qo * out_stride_n);
+  result.out.resize(static_cast<std::size_t>(total_qo * Hq * D));
+  for (int64_t t = 0; t < total_qo; ++t) {
+    for (int64_t i = 0; i < out_stride_n; ++i) {
+      const double v = padded[static_cast<std::size_t>(t * out_stride_n + i)];
+      if (i < Hq * D) result.out[static_cast<std::size_t>(t * Hq * D + i)] = v;
+      else if (!std::isnan(v)) result.padding_untouched = false;
+    }
+  }
   if (c.return_lse) result.lse = read_back(dlse, DType::kF32, total_qo * Hq);
   if (cfg.timed_iters > 0) result.median_ms = median_ms(dev, cfg.warmup_iters, cfg.timed_iters, [&] { run(); });
   return result;

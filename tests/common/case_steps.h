@@ -31,7 +31,8 @@ std::vector<RequestData> make_case_data(const Case& c);
 
 // What the public API produced, read back to the host, token-major over all requests.
 struct ApiOutputs {
-  std::vector<double> out;  // [total_qo, Hq, D]
+  std::vector<double> out;  // [total_qo, Hq, D], without c.out_token_pad
+  bool padding_untouched = true;  // every padding element still NaN
   std::vector<double> lse;  // [total_qo, Hq]; empty unless c.return_lse
   RunInfo info;
   double median_ms = 0.0;   // when cfg asked for timing

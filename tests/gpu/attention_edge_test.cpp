@@ -202,6 +202,22 @@ std::vector<Named> edge_cases() {
       v.push_back({"many_units", c});
     }
   }
+  // Outputs with padding between tokens, which must stay unwritten: 8 elements keep sm90's
+  // 16-byte stores (16-byte aligned rows, with gaps), 2 and 6 send it to its 4-byte ones.
+  {
+    Case c = make(E::kRagged, {130, 5}, {200, 70}, 4, 2, 128, bf16, true);
+    c.out_token_pad = 2;
+    v.push_back({"out_pad", c});
+    c = make(E::kSingle, {200}, {333}, 2, 1, 64, f16, false);
+    c.out_token_pad = 8;
+    v.push_back({"out_pad", c});
+    c = make(E::kPaged, {70, 129}, {90, 300}, 2, 2, 256, bf16, true);
+    c.out_token_pad = 6;
+    v.push_back({"out_pad", c});
+    c = make(E::kRagged, {16}, {3000}, 2, 1, 128, f16, false);  // split-KV: merged outputs
+    c.out_token_pad = 8;
+    v.push_back({"out_pad", c, true, true});
+  }
   // Scale and LSE options.
   {
     Case c = make(E::kSingle, {80}, {80}, 2, 2, 64, f16, false);

@@ -221,6 +221,17 @@ std::vector<Case> grid_cases() {
     c.layout = KVLayout::kHND;
     add(c);
   }
+  {
+    Case c;  // outputs with padding between tokens: written rows only, the padding untouched
+    c.entry = EntryPoint::kPaged;
+    c.qo_lens = {33, 7};
+    c.kv_lens = {60, 7};
+    c.causal = true;
+    c.num_qo_heads = 2;
+    c.head_dim = 64;
+    c.out_token_pad = 3;
+    add(c);
+  }
 
   // Unique names (parameterised tests require them).
   std::vector<Case> unique;
