@@ -39,9 +39,11 @@ void launch(const core::AttentionParams& p) {
   const int page_multiple = page_stride_multiple(state->key, given);
   if (given != state->key && page_multiple == 0) {
     throw Error(ErrorCode::kUnsupported,
-                "backend 'cudnn': this run does not match the graph its plan built (" +
+                "backend 'cudnn': this run's tensors do not match the graph its plan built (" +
                     first_difference(state->key, given) +
-                    "); plan again with these tensors' layout and options");
+                    "): a batch plan builds its graph (and its ragged offsets) for contiguous q, out and "
+                    "lse and the kv_layout of its options; pass tensors in that layout, or use a backend "
+                    "that reads each run's strides (sm90, sm80, cpu)");
   }
   if (!state->graph || qo_rows(p) == 0) return;
 
