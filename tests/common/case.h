@@ -31,8 +31,8 @@ struct Case {
   int page_size = 16;        // paged and decode
   bool stacked_kv = false;   // paged: one [P, 2, ...] tensor
   // Elements after each token's Hq x D outputs (the output's token stride is Hq * D +
-  // out_token_pad); they must stay unwritten. A pad that is not a multiple of 8 makes the
-  // sm90 epilogue take its 4-byte stores instead of its 16-byte ones.
+  // out_token_pad); they must stay unwritten. On a GPU the pad must keep rows 16-byte
+  // aligned (a multiple of 8 two-byte elements).
   int out_token_pad = 0;
   Backend backend = Backend::kCPU;
   Device device = Device::kCPU;

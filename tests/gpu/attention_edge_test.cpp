@@ -203,8 +203,8 @@ std::vector<Named> edge_cases() {
       v.push_back({"many_units", c});
     }
   }
-  // Outputs with padding between tokens, which must stay unwritten: 8 elements keep sm90's
-  // 16-byte stores (16-byte aligned rows, with gaps), 2 and 6 send it to its 4-byte ones.
+  // Outputs with padding between tokens (8 or 16 elements: GPU rows stay 16-byte aligned),
+  // which must stay unwritten.
   {
     Case c = make(E::kRagged, {130, 5}, {200, 70}, 4, 2, 128, bf16, true);
     c.out_token_pad = 8;

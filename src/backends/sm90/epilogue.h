@@ -1,8 +1,8 @@
 // Writes a consumer thread's finished rows: O = acc / sum in the output dtype plus the
 // base-2 LSE, or, for a split-KV item, the float32 partial state that the merge combines.
 // Rows past the request's qo_len are never written; rows that saw no key get exact 0 and
-// -inf. Each thread stores pairs of adjacent columns straight from registers, or, where
-// the output is 16-byte aligned, 16 bytes after a transpose within its quad.
+// -inf. O goes out 16 bytes per lane after a transpose within each quad; the float32
+// partial states as pairs of adjacent columns straight from registers.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -57,12 +57,15 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
                                            int head_dim) {
   const WorkItem& it = t.item;
   const bool quad_leader = (threadIdx.x % 4) == 0;
-  if (it.split < 0 && p.o_vec16) {
-    // 16-byte stores: a quad's 4 x 4-byte pairs of 4 column blocks are transposed so that
-    // each lane writes one block's 8 columns (a warp instruction: 8 rows x 64 contiguous
-    // bytes, whole sectors, instead of 8 rows x 16 bytes). Every lane shuffles; rows past
-    // qo_len only skip the stores. Measured (ninth session, ncu, bf16): S = 512 D = 128
-    // 196 -> 188 us, causal 154 -> 145, D = 256 197 -> 179, page 16 233 -> 218; 16k the same.
+  if (it.split < 0) {
+    // 16-byte stores (o and its strides are 16-byte aligned: make_kernel_params): a quad's
+    // 4-byte pairs of 4 column blocks are transposed so that each lane writes one block's 8
+    // columns (a warp instruction: 8 rows x 64 contiguous bytes, whole sectors, instead of
+    // 8 rows x 16 bytes). Every lane shuffles; rows past qo_len only skip the stores.
+    // Measured (ninth session, ncu, bf16): S = 512 D = 128 196 -> 188 us, causal 154 ->
+    // 145, D = 256 197 -> 179, page 16 233 -> 218; 16k the same.
+    // The thread's first column is 2 * (lane % 4): the warpgroups tile the query rows only
+    // (kernel_traits.h WarpgroupLayout), so every thread's columns start in block 0.
     constexpr int kBlocks = decltype(cute::size<1>(o))::value / 2;  // 8-column blocks
     static_assert(kBlocks % 4 == 0);
     const int q = threadIdx.x % 4;
@@ -90,35 +93,22 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
     }
     return;
   }
+  // A split-KV item's float32 partial state: adjacent column pairs straight from registers
+  // (a quad's four 8-byte stores are one 32-byte sector).
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const auto& f = fin[r];
     const int row = tile_row0 + cute::get<0>(c(r, 0));
     if (row >= it.qo_len) continue;
     const int64_t token = static_cast<int64_t>(it.qo_start) + row;
-    // One row pointer with immediate offsets (acc_col_offset), and one branch per row for
-    // the rows that saw no key (exact zeros even where a hidden V row holds inf or NaN).
-    const int col0 = cute::get<1>(c(r, 0));
-    auto store = [&](auto* dst, auto pack) {
-      using Pair = decltype(pack(0.0f, 0.0f));
-      if (f.scale == 0.0f) {
+    const int64_t state = (token * p.num_splits + it.split) * p.num_qo_heads + t.head;
+    // One row pointer with immediate offsets (acc_col_offset).
+    float* dst = p.partial_o + state * head_dim + cute::get<1>(c(r, 0));
 #pragma unroll
-        for (int j = 0; j < cute::size<1>(o); j += 2) *reinterpret_cast<Pair*>(dst + acc_col_offset(j)) = pack(0.0f, 0.0f);
-      } else {
-#pragma unroll
-        for (int j = 0; j < cute::size<1>(o); j += 2)
-          *reinterpret_cast<Pair*>(dst + acc_col_offset(j)) = pack(o(r, j) * f.scale, o(r, j + 1) * f.scale);
-      }
-    };
-    if (it.split < 0) {
-      store(static_cast<Element*>(p.o) + token * p.o_stride_n + static_cast<int64_t>(t.head) * p.o_stride_h + col0,
-            [](float a, float b) { return pack2<Element>(a, b); });
-      if (p.lse && quad_leader) p.lse[token * p.lse_stride_n + static_cast<int64_t>(t.head) * p.lse_stride_h] = f.lse;
-    } else {
-      const int64_t state = (token * p.num_splits + it.split) * p.num_qo_heads + t.head;
-      store(p.partial_o + state * head_dim + col0, [](float a, float b) { return make_float2(a, b); });
-      if (quad_leader) p.partial_lse[state] = f.lse;
-    }
+    for (int j = 0; j < cute::size<1>(o); j += 2)
+      *reinterpret_cast<float2*>(dst + acc_col_offset(j)) =
+          f.scale == 0.0f ? make_float2(0.0f, 0.0f) : make_float2(o(r, j) * f.scale, o(r, j + 1) * f.scale);
+    if (quad_leader) p.partial_lse[state] = f.lse;
   }
 }
 

@@ -19,8 +19,7 @@ struct KernelParams {
   CUtensorMap tma_v;
 
   void* o = nullptr;  // [tokens, Hq, D] of the kernel's element type
-  int64_t o_stride_n = 0, o_stride_h = 0;
-  bool o_vec16 = false;  // o and its strides are 16-byte aligned: the epilogue stores 16 bytes
+  int64_t o_stride_n = 0, o_stride_h = 0;  // multiples of 8 elements, o 16-byte aligned
   float* lse = nullptr;  // [tokens, Hq] base 2, or nullptr
   int64_t lse_stride_n = 0, lse_stride_h = 0;
 
