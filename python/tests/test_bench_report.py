@@ -70,7 +70,7 @@ def test_targets_compare_each_backend_with_the_named_peer():
     assert rows["sm80 dense D=128 >= 1.1x FA2"] == ("1.10x (1 of 2 rows missing)", "no")
     assert rows["sm90 causal W=4096 S=16k >= 1.5x Flex"] == ("1.67x", "yes")
     assert rows["sm90 window W=4096 time <= 1.1x band share"] == (
-        "1.20x (whole 128 x 128 tiles: >= 1.02x)", "no")
+        "1.20x (causal, whole 128 x 128 tiles: >= 1.02x)", "no")
     assert rows["sm80 window W=4096 time <= 1.2x band share"] == ("1.00x", "yes")
     assert rows["sm90 paged page 16 >= 0.95x ragged"] == ("not run", "—")
 

@@ -53,8 +53,11 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
                                    shape.block_n, "v");
   }
   // The epilogue stores 16 bytes of a row at a time. GPU validation asks this of every
-  // dimension longer than 1; the sm80 backend asks it of every stride too.
-  if (reinterpret_cast<uintptr_t>(a.o) % 16 != 0 || a.o_stride_n % 8 != 0 || a.o_stride_h % 8 != 0)
+  // dimension longer than 1; along a dimension of extent 1 the stride only ever multiplies
+  // index 0.
+  const bool tokens = a.total_qo_tokens > 1, heads = a.num_qo_heads > 1;
+  if (reinterpret_cast<uintptr_t>(a.o) % 16 != 0 || (tokens && a.o_stride_n % 8 != 0) ||
+      (heads && a.o_stride_h % 8 != 0))
     throw Error(ErrorCode::kInvalidArgument, "out: strides " + std::to_string(a.o_stride_n) + ", " +
                                                  std::to_string(a.o_stride_h) +
                                                  " elements; backend 'sm90' needs 16-byte aligned rows (a 16-byte "
@@ -98,7 +101,8 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
       if (s.used && s.stride % 8 != 0)
         throw Error(ErrorCode::kUnsupported, std::string(s.name) + " stride is " + std::to_string(s.stride) +
                                                  " elements; the sm90 backend copies 16-byte chunks and needs a "
-                                                 "multiple of 8; the sm80 backend takes any stride");
+                                                 "multiple of 8, as the sm80 backend does; the cpu backend takes "
+                                                 "any stride");
   }
   if (shape.paged && p.page_shift >= 0 && a.page_size >= kMinTmaPageSize) {
     // Boxes never straddle pages: a page holds whole tiles, or a tile whole pages.

@@ -32,7 +32,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   throw Error(ErrorCode::kUnsupported,
               std::string(name) + ": " + what + " stride is " + std::to_string(stride) +
                   " elements; the sm90 backend loads with TMA, which needs strides that are a multiple of "
-                  "16 bytes (8 elements); the sm80 backend takes any stride");
+                  "16 bytes (8 elements), as the sm80 backend's 16-byte copies do; the cpu backend takes any "
+                  "stride");
 }
 
 // TMA wants every stride to be a positive multiple of 16 bytes; a dimension of extent 1 is
