@@ -5,6 +5,8 @@
 # .ncu-rep reports stay behind, too large) for offline reading (scripts/stall_profile.py).
 # Usage: scripts/ncu_source.sh name "probe args" [name "args"]...
 # Build with FB_CMAKE_EXTRA=-DCMAKE_CUDA_FLAGS=-lineinfo to get source lines as well.
+# NCU_KERNEL: the kernel-name regex, as in ncu_probe.sh (a peer's, e.g. "flash_fwd" for
+# "--backend sdpa-fa2").
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -15,7 +17,7 @@ work=$(mktemp -d)
 mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")")
 while [ $# -ge 2 ]; do
   name=$1; args=$2; shift 2
-  PYTHONPATH="$root/$mod:$root/python" timeout 240 ncu --kernel-name regex:"prefill|attention" \
+  PYTHONPATH="$root/$mod:$root/python" timeout 240 ncu --kernel-name regex:"${NCU_KERNEL:-prefill|attention}" \
     --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SourceCounters \
     -f -o "$work/$name" python3 bench/probe.py $args > "$work/$name.log" 2>&1 || { echo "$name: ncu failed"; tail -5 "$work/$name.log"; continue; }
   [ -s "$work/$name.ncu-rep" ] || { echo "$name: no kernel profiled"; tail -5 "$work/$name.log"; continue; }
