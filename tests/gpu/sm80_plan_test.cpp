@@ -253,6 +253,18 @@ TEST(Sm80WorkPlan, LongestWorkFirst) {
   EXPECT_EQ(cost(wp.work.front()), max_cost);
 }
 
+// Items of one cost bucket come in (request, kv head, row tile, split) order, so the CTAs
+// running together read one head's K/V (L2) rather than every head's at once.
+TEST(Sm80WorkPlan, EqualItemsRunHeadByHead) {
+  const detail::Plan plan = make_plan({{8000, 6000}, {8000, 6000}, 8, 4, 128, false, -1, false, false});
+  const WorkPlan wp = make_work_plan(plan, 132, 1 << 30);
+  ASSERT_EQ(wp.num_kv_splits, 1);
+  auto key = [](const WorkItem& w) { return std::make_tuple(w.request, w.kv_head, w.row_tile, w.split); };
+  for (std::size_t i = 1; i < wp.work.size(); ++i)
+    ASSERT_LT(key(wp.work[i - 1]), key(wp.work[i])) << "item " << i;
+  EXPECT_EQ(wp.work.size(), std::size_t{4 * (125 + 94)});  // 2 query heads a row: 16000 and 12000 rows
+}
+
 TEST(Sm80WorkPlan, ManyRowTilesDoNotSplit) {
   const detail::Plan plan = make_plan({{}, std::vector<int>(256, 2048), 32, 8, 128, false, -1, true, true});
   EXPECT_EQ(make_work_plan(plan, 132, 1 << 30).num_kv_splits, 1);

@@ -94,14 +94,22 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t work
   };
   std::vector<Keyed> keyed;
   keyed.reserve(static_cast<std::size_t>(items) * S);
+  // `tiles` holds each request's row tiles together; the heads go between the request and
+  // its row tiles, so the CTAs of one head's K/V run together. (Row tiles outside heads put
+  // every head of a long request in flight at once: 16 heads' K/V at 16k tokens is 128 MB,
+  // past L2, and ncu measured L2 hits at 80% against FlashAttention-2's 98%.)
   const int64_t max_cost = (max_tiles + S - 1) / S + 1;
-  for (const auto& t : tiles)
+  for (std::size_t first = 0, last = 0; first < tiles.size(); first = last) {
+    while (last < tiles.size() && tiles[last].request == tiles[first].request) ++last;
     for (int h = 0; h < Hk; ++h)
-      for (int s = 0; s < S; ++s) {
-        const core::TileSpan piece = split_span(t.span, S, s);
-        const int64_t cost = piece.end - piece.begin + 1;
-        keyed.push_back({static_cast<int>(cost * 8 / (max_cost + 1)), {t.request, h, t.row_tile, s}});
-      }
+      for (std::size_t i = first; i < last; ++i)
+        for (int s = 0; s < S; ++s) {
+          const RowTileSpan& t = tiles[i];
+          const core::TileSpan piece = split_span(t.span, S, s);
+          const int64_t cost = piece.end - piece.begin + 1;
+          keyed.push_back({static_cast<int>(cost * 8 / (max_cost + 1)), {t.request, h, t.row_tile, s}});
+        }
+  }
   std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) { return x.bucket > y.bucket; });
   wp.work.resize(keyed.size());
   for (std::size_t i = 0; i < keyed.size(); ++i) wp.work[i] = keyed[i].w;
