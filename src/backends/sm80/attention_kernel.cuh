@@ -36,7 +36,7 @@ __device__ __forceinline__ core::TileClass warp_tile_class(const core::MaskSpec&
 
 template <class Cfg, class T, bool kMask, bool kSoftCap, bool kPaged>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    attention_kernel(const __grid_constant__ core::AttentionParams p) {
+    attention_kernel(const __grid_constant__ core::AttentionParams p, const __grid_constant__ core::FastDivmod group) {
   using W = WarpShape<Cfg>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int q_row0 = warp_m * Cfg::kWarpRows;  // this warp's rows within the tile
   const int key_off = warp_n * Cfg::kWarpKeys;
 
-  const Request r = load_request(p, Cfg::kBlockM);
+  const Request r = load_request(p, group, Cfg::kBlockM);
   const core::MaskSpec ms{r.qo_len, r.kv_len, kMask ? p.causal : false, kMask ? p.window_left : -1};
   const RowTile cta_rows = row_tile_tokens(r.row_begin, r.row_begin + Cfg::kBlockM, r.group, r.qo_len);
   const core::TileSpan span = split_span(
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int num_tiles = span.end - span.begin;
   if (num_tiles > 0) {  // uniform over the CTA
     const KVRows<kPaged> kv(p, r);
-    load_q_tile<Cfg, T>(sq, p, r, tid);
+    load_q_tile<Cfg, T>(sq, p, group, r, tid);
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s) {
@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int h = 0; h < 2; ++h) {
             const int row = r.row_begin + q_row0 + 16 * b + (lane >> 2) + 8 * h;
             const core::KVRange k =
-                row < r.qo_len * r.group ? core::row_kv_range(ms, row / r.group) : core::KVRange{0, 0};
+                row < r.qo_len * r.group ? core::row_kv_range(ms, group.div(row)) : core::KVRange{0, 0};
             lo[h] = k.first;
             hi[h] = k.last;
           }
@@ -139,12 +139,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // Re-read the work item rather than keep it in registers through the loop (the asm
   // memory clobbers of cp.async make this a real, L1-cached load).
-  const Request re = load_request(p, Cfg::kBlockM);
+  const Request re = load_request(p, group, Cfg::kBlockM);
   if constexpr (Cfg::kWarpsN == 1) {
-    store_warp_rows<Cfg, T>(o, st, lt.scale2, p, re, smem, q_row0, lane);
+    store_warp_rows<Cfg, T>(o, st, lt.scale2, p, group, re, smem, q_row0, lane);
   } else {
     __syncthreads();  // the K/V area becomes the combine buffer
-    store_combined_rows<Cfg, T>(o[0], st[0], lt.scale2, p, re, reinterpret_cast<float*>(smem + Cfg::kQBytes), warp_n, tid);
+    store_combined_rows<Cfg, T>(o[0], st[0], lt.scale2, p, group, re, reinterpret_cast<float*>(smem + Cfg::kQBytes),
+                                warp_n, tid);
   }
 }
 

@@ -17,8 +17,9 @@ struct RowDest {
   int64_t lse;  // element offset into the LSE (or the partial LSE)
 };
 
-__device__ __forceinline__ RowDest row_dest(const core::AttentionParams& p, const Request& r, int row, bool split) {
-  const RowCoord c = row_coord(r, row);
+__device__ __forceinline__ RowDest row_dest(const core::AttentionParams& p, const core::FastDivmod& group,
+                                            const Request& r, int row, bool split) {
+  const RowCoord c = row_coord(r, group, row);
   const int64_t token = r.qo_begin + c.token;
   if (split) {
     const int64_t slot = (token * p.num_kv_splits + r.split) * p.num_qo_heads + c.head;
@@ -39,8 +40,8 @@ __device__ __forceinline__ float* partial_lse(const core::AttentionParams& p) {
 template <class Cfg, class T>
 __device__ __forceinline__ void store_warp_rows(
     const float (&o)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kOTiles][4],
-    const RowStats (&st)[WarpShape<Cfg>::kRowBlocks], float scale2, const core::AttentionParams& p, const Request& r,
-    unsigned char* sq, int q_row0, int lane) {
+    const RowStats (&st)[WarpShape<Cfg>::kRowBlocks], float scale2, const core::AttentionParams& p,
+    const core::FastDivmod& group, const Request& r, unsigned char* sq, int q_row0, int lane) {
   using W = WarpShape<Cfg>;
   using Rows = SwizzledRows<Cfg::kHeadDim>;
   const bool split = p.num_kv_splits > 1;
@@ -55,7 +56,7 @@ __device__ __forceinline__ void store_warp_rows(
       scale[b][h] = s.output_scale();
       const int row = r.row_begin + q_row0 + 16 * b + g + 8 * h;
       if (t != 0 || row >= rows_total) continue;
-      const RowDest d = row_dest(p, r, row, split);
+      const RowDest d = row_dest(p, group, r, row, split);
       if (split) {
         partial_lse(p)[d.lse] = s.lse();
       } else if (p.lse) {
@@ -70,7 +71,7 @@ __device__ __forceinline__ void store_warp_rows(
       for (int h = 0; h < 2; ++h) {
         const int row = r.row_begin + q_row0 + 16 * b + g + 8 * h;
         if (row >= rows_total) continue;
-        float* dst = po + row_dest(p, r, row, true).o + 2 * t;
+        float* dst = po + row_dest(p, group, r, row, true).o + 2 * t;
 #pragma unroll
         for (int n = 0; n < W::kOTiles; ++n)
           *reinterpret_cast<float2*>(dst + 8 * n) =
@@ -100,7 +101,7 @@ __device__ __forceinline__ void store_warp_rows(
     const int row = r.row_begin + q_row0 + rr;
     if (row >= rows_total) continue;
     const uint4 v = *reinterpret_cast<const uint4*>(sq + Rows::offset(q_row0 + rr, chunk));
-    *reinterpret_cast<uint4*>(out + row_dest(p, r, row, false).o + chunk * 8) = v;
+    *reinterpret_cast<uint4*>(out + row_dest(p, group, r, row, false).o + chunk * 8) = v;
   }
 }
 
@@ -110,8 +111,9 @@ __device__ __forceinline__ void store_warp_rows(
 // threads and written 4 elements at a time.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_combined_rows(const float (&o)[WarpShape<Cfg>::kOTiles][4], const RowStats& st,
-                                                    float scale2, const core::AttentionParams& p, const Request& r,
-                                                    float* buf, int warp_n, int tid) {
+                                                    float scale2, const core::AttentionParams& p,
+                                                    const core::FastDivmod& group, const Request& r, float* buf,
+                                                    int warp_n, int tid) {
   static_assert(Cfg::kWarpsM == 1, "the combine assumes one row block");
   using W = WarpShape<Cfg>;
   constexpr int D = Cfg::kHeadDim;
@@ -157,7 +159,7 @@ __device__ __forceinline__ void store_combined_rows(const float (&o)[WarpShape<C
       row_scale[row] = all.output_scale();
       const int packed = r.row_begin + row;
       if (packed < rows_total) {
-        const RowDest d = row_dest(p, r, packed, split);
+        const RowDest d = row_dest(p, group, r, packed, split);
         if (split) {
           partial_lse(p)[d.lse] = all.lse();
         } else if (p.lse) {
@@ -180,7 +182,7 @@ __device__ __forceinline__ void store_combined_rows(const float (&o)[WarpShape<C
     }
     const float s = row_scale[row];
     acc.x *= s, acc.y *= s, acc.z *= s, acc.w *= s;
-    const RowDest d = row_dest(p, r, packed, split);
+    const RowDest d = row_dest(p, group, r, packed, split);
     if (split) {
       *reinterpret_cast<float4*>(partial_o(p) + d.o + c) = acc;
     } else {

@@ -51,7 +51,8 @@ void launch_attention(const core::AttentionParams& p) {
   limit.ensure(reinterpret_cast<const void*>(kernel), static_cast<int>(Cfg::kSmemBytes), "sm80 attention kernel");
   const int grid = p.work ? p.num_work_items : implicit_grid(p, Cfg::kBlockM);
   if (grid > 0) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p);
+    const core::FastDivmod group = core::FastDivmod::make(p.num_qo_heads / p.num_kv_heads);
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, group);
     FB_CUDA_CHECK_LAUNCH("sm80 attention kernel");
   }
   if (p.num_kv_splits > 1 && p.total_qo_tokens > 0) merge_splits(p);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backends/sm80/work.h"
+#include "core/fast_divmod.h"
 #include "core/mask.h"
 #include "core/params.h"
 
@@ -24,9 +25,11 @@ struct Request {
 // When plan() had no workspace (single prefill without one), there are no device index
 // arrays and no work list: request 0 spans max_qo_len x max_kv_len, and blocks are handed
 // out per kv head, last row tile first (under causal masks the last tiles are longest).
-__device__ __forceinline__ Request load_request(const core::AttentionParams& p, int block_m) {
+// `group` divides by the query heads per kv head (the launch builds it once).
+__device__ __forceinline__ Request load_request(const core::AttentionParams& p, const core::FastDivmod& group,
+                                                int block_m) {
   Request r;
-  r.group = p.num_qo_heads / p.num_kv_heads;
+  r.group = group.divisor;
   if (p.work != nullptr) {
     const int4 w = reinterpret_cast<const int4*>(p.work)[blockIdx.x];
     const int b = w.x;
@@ -83,13 +86,17 @@ struct KVRows {
   }
 };
 
-// Token (within the request) and query head of packed row `row`.
+// Token (within the request) and query head of packed row `row`. `group` divides by
+// r.group: the epilogue and the Q load ask this for every row they touch, and a division by
+// a runtime value there was a large share of a short request's time (ncu, S = 512).
 struct RowCoord {
   int token;
   int head;
 };
-__device__ __forceinline__ RowCoord row_coord(const Request& r, int row) {
-  return {row / r.group, r.kv_head * r.group + row % r.group};
+__device__ __forceinline__ RowCoord row_coord(const Request& r, const core::FastDivmod& group, int row) {
+  int token, slot;
+  group.divmod(row, token, slot);
+  return {token, r.kv_head * r.group + slot};
 }
 
 }  // namespace flashband::sm80

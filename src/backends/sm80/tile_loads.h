@@ -19,7 +19,8 @@ struct CopyLayout {
 };
 
 template <class Cfg, class T>
-__device__ __forceinline__ void load_q_tile(uint32_t sq, const core::AttentionParams& p, const Request& r, int tid) {
+__device__ __forceinline__ void load_q_tile(uint32_t sq, const core::AttentionParams& p,
+                                            const core::FastDivmod& group, const Request& r, int tid) {
   using L = CopyLayout<Cfg>;
   using Rows = SwizzledRows<Cfg::kHeadDim>;
   static_assert(Cfg::kBlockM % L::kRowsPerPass == 0, "Q tile must split evenly over threads");
@@ -33,7 +34,7 @@ __device__ __forceinline__ void load_q_tile(uint32_t sq, const core::AttentionPa
     const bool valid = packed < rows_total;
     const T* src = q;
     if (valid) {
-      const RowCoord c = row_coord(r, packed);
+      const RowCoord c = row_coord(r, group, packed);
       src = q + (r.qo_begin + c.token) * p.q_stride_n + c.head * p.q_stride_h + sub * 8;
     }
 #pragma unroll
