@@ -6,7 +6,7 @@
 // With l = ceil(log2 d), s = 31 + l and m = ceil(2^s / d), floor(n * m / 2^s) = floor(n / d)
 // for 0 <= n < 2^31: m * d = 2^s + e with 0 <= e < d <= 2^l, so n * m / 2^s exceeds n / d by
 // n * e / (d * 2^s) < 1 / d, which cannot reach the next multiple of 1 / d past n / d's
-// floor. And m <= 2^32, so n * m < 2^64.
+// floor. And m < 2^32 (2^31 for d = 1), so n * m < 2^63.
 #pragma once
 #include <cstdint>
 
