@@ -81,9 +81,10 @@ __device__ __forceinline__ void warp_qk(float (&s)[WarpShape<Cfg>::kRowBlocks][W
 }
 
 // o += P V for keys [key0, key0 + kWarpKeys) of the V stage at sv; p holds probabilities
-// in S's accumulator layout. P is packed to 16 bits first (half the registers of S), then
-// each 16-column slice of V is walked down the keys: the slice's row addresses differ by
-// compile-time constants, so one address register serves it.
+// in S's accumulator layout. P is packed to 16 bits first (half the registers of S). The
+// 16-key steps go outside the 16-column slices of V, so consecutive MMAs write different
+// accumulators (2 row blocks x D / 8 of them between two writes of one) instead of walking
+// one slice down the keys, where each MMA waited on the one before it and on its ldmatrix.
 template <class Cfg, class T>
 __device__ __forceinline__ void warp_pv(float (&o)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kOTiles][4],
                                         const float (&p)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kSTiles][4],
@@ -91,29 +92,27 @@ __device__ __forceinline__ void warp_pv(float (&o)[WarpShape<Cfg>::kRowBlocks][W
   using W = WarpShape<Cfg>;
   using Rows = SwizzledRows<Cfg::kHeadDim>;
   constexpr int kKK = W::kSTiles / 2;  // k-steps of 16 keys
-  uint32_t a[W::kRowBlocks][kKK][4];
-#pragma unroll
-  for (int b = 0; b < W::kRowBlocks; ++b)
-#pragma unroll
-    for (int kk = 0; kk < kKK; ++kk) {
-      a[b][kk][0] = cuda::pack2<T>(p[b][2 * kk][0], p[b][2 * kk][1]);
-      a[b][kk][1] = cuda::pack2<T>(p[b][2 * kk][2], p[b][2 * kk][3]);
-      a[b][kk][2] = cuda::pack2<T>(p[b][2 * kk + 1][0], p[b][2 * kk + 1][1]);
-      a[b][kk][3] = cuda::pack2<T>(p[b][2 * kk + 1][2], p[b][2 * kk + 1][3]);
-    }
   const uint32_t v_off0 = Rows::offset(key0 + (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
 #pragma unroll
-  for (int dp = 0; dp < W::kOTiles / 2; ++dp) {
-    // Rows key + 16 kk share key's swizzle (16 is a multiple of 8).
-    const uint32_t slice = sv + Rows::step_offset(v_off0, dp);
+  for (int kk = 0; kk < kKK; ++kk) {
+    uint32_t a[W::kRowBlocks][4];
 #pragma unroll
-    for (int kk = 0; kk < kKK; ++kk) {
+    for (int b = 0; b < W::kRowBlocks; ++b) {
+      a[b][0] = cuda::pack2<T>(p[b][2 * kk][0], p[b][2 * kk][1]);
+      a[b][1] = cuda::pack2<T>(p[b][2 * kk][2], p[b][2 * kk][3]);
+      a[b][2] = cuda::pack2<T>(p[b][2 * kk + 1][0], p[b][2 * kk + 1][1]);
+      a[b][3] = cuda::pack2<T>(p[b][2 * kk + 1][2], p[b][2 * kk + 1][3]);
+    }
+    // Rows key + 16 kk share key's swizzle (16 is a multiple of 8).
+    const uint32_t rows = sv + static_cast<uint32_t>(kk * 16 * Rows::kRowBytes);
+#pragma unroll
+    for (int dp = 0; dp < W::kOTiles / 2; ++dp) {
       uint32_t v[4];
-      ldmatrix_x4_trans(v, slice + static_cast<uint32_t>(kk * 16 * Rows::kRowBytes));
+      ldmatrix_x4_trans(v, rows + Rows::step_offset(v_off0, dp));
 #pragma unroll
       for (int b = 0; b < W::kRowBlocks; ++b) {
-        mma_16816<T>(o[b][2 * dp], a[b][kk], v[0], v[1]);
-        mma_16816<T>(o[b][2 * dp + 1], a[b][kk], v[2], v[3]);
+        mma_16816<T>(o[b][2 * dp], a[b], v[0], v[1]);
+        mma_16816<T>(o[b][2 * dp + 1], a[b], v[2], v[3]);
       }
     }
   }
