@@ -53,12 +53,14 @@ struct TileConfig {
 // covered by the other): D=64 keeps Q in registers (32 + O 64 + S 64), D=128 re-reads Q
 // from shared memory per k-step (O 128 + S 64 leave no room for Q's 64), as
 // FlashAttention-2 does. D=256 cannot hold two row blocks of O (256 registers), so it keeps
-// 8 warps x 16 rows with Q in shared memory and 32-key tiles: 64-key tiles would need
-// 192 KB of shared memory, more than an A100 block can have (163 KB).
+// 8 warps x 16 rows with Q in shared memory. With one row block a warp reads a K or V
+// fragment per two MMAs, so shared-memory bandwidth bounds it and the Q fragments of a
+// k-step should serve as many keys as fit: 48-key tiles take 160 KB (64 KB Q + 2 stages x
+// 48 KB), what an A100 block can have (163 KB); 64-key tiles would need 192 KB.
 template <int D> struct PrefillTile;
 template <> struct PrefillTile<64> : TileConfig<64, 4, 1, 2, 64, 3, true, 2> {};     // 64 KB smem
 template <> struct PrefillTile<128> : TileConfig<128, 4, 1, 2, 64, 2, false, 2> {};  // 96 KB
-template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 1, 32, 2, false, 1> {};  // 128 KB
+template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 1, 48, 2, false, 1> {};  // 160 KB
 
 // Decode: memory-bound, so the tile is sized for bytes in flight: 64 keys per stage split
 // over 4 warps, with 4 / 3 / 2 stages (64 / 96 / 128 KB of K and V in flight per CTA).
