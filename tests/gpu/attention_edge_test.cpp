@@ -61,13 +61,19 @@ std::vector<Named> edge_cases() {
   using E = EntryPoint;
   const DType f16 = DType::kF16, bf16 = DType::kBF16;
   std::vector<Named> v;
-  // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (32 for D=256);
-  // decode key tiles 64.
+  // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (48 for D=256,
+  // whose last copy pass covers 16 of its 32 rows); decode key tiles 64.
   for (int len : {63, 64, 65, 127, 128, 129}) {
     for (bool causal : {false, true})
       v.push_back({"tile_edge", make(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
     v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
     v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
+  }
+  for (int len : {47, 48, 49, 95, 96, 97}) {
+    v.push_back({"tile_edge", make(E::kRagged, {len, 3}, {len, 50}, 2, 1, 256, f16, false)});
+    Case c = make(E::kPaged, {len}, {len + 48}, 2, 2, 256, bf16, true, 40);
+    c.page_size = 16;
+    v.push_back({"tile_edge", c});
   }
   // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
   // the third one's first row), paged K/V too; the causal ones (short requests) take the
