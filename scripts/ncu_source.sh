@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine after a device_check.sh build: Nsight Compute's per-instruction warp
 # stall sampling for one launch of bench/probe.py per case: the SASS source page as CSV and
-# ncu's log, all in $OUT/ncu_source.tgz (the GPU machine returns at most 8 files; the
-# .ncu-rep reports stay behind, too large) for offline reading (scripts/stall_profile.py).
+# ncu's log, all in $OUT/ncu_source_<first name>.tgz (the GPU machine returns at most 8
+# files; the .ncu-rep reports stay behind, too large) for offline reading
+# (scripts/stall_profile.py). The archive is named after the first case so that two calls
+# in one device command (e.g. one with NCU_KERNEL for a peer) do not overwrite each other.
 # Usage: scripts/ncu_source.sh name "probe args" [name "args"]...
 # Build with FB_CMAKE_EXTRA=-DCMAKE_CUDA_FLAGS=-lineinfo to get source lines as well.
 # NCU_KERNEL: the kernel-name regex, as in ncu_probe.sh (a peer's, e.g. "flash_fwd" for
@@ -13,6 +15,7 @@ cd "$root"
 OUT="${OUT:-$root/out}"
 mkdir -p "$OUT"
 work=$(mktemp -d)
+archive="$OUT/ncu_source_${1:-none}.tgz"
 [ $(($# % 2)) -eq 0 ] || { echo "usage: $0 name \"probe args\" [name \"args\"]..." >&2; exit 2; }
 mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")")
 while [ $# -ge 2 ]; do
@@ -24,4 +27,4 @@ while [ $# -ge 2 ]; do
   ncu --import "$work/$name.ncu-rep" --page source --print-source sass --csv > "$work/${name}_sass.csv" 2> "$work/${name}_sass.err"
   echo "$name ($args): $(ncu --import "$work/$name.ncu-rep" --page details 2>/dev/null | grep -E ' Duration ' | tr -s ' ') sass csv $(wc -l < "$work/${name}_sass.csv") lines"
 done
-tar czf "$OUT/ncu_source.tgz" -C "$work" --exclude="*.ncu-rep" .
+tar czf "$archive" -C "$work" --exclude="*.ncu-rep" .
