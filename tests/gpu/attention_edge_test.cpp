@@ -75,6 +75,15 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
+  // D=256 tiles that start mid-page (48-key tiles over 32-slot pages), and causal windows
+  // whose edges fall on either side of a 48-key boundary.
+  {
+    Case c = make(E::kPaged, {49, 20}, {97, 150}, 2, 1, 256, f16, false);
+    c.page_size = 32;
+    v.push_back({"tile_edge", c});
+    v.push_back({"tile_edge", make(E::kRagged, {95, 49}, {97, 96}, 2, 2, 256, bf16, true, 47)});
+    v.push_back({"tile_edge", make(E::kSingle, {48}, {144}, 2, 1, 256, f16, true, 48)});
+  }
   // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
   // the third one's first row), paged K/V too; the causal ones (short requests) take the
   // 128-row tile. Pages
@@ -104,6 +113,7 @@ std::vector<Named> edge_cases() {
   }
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
   v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
+  v.push_back({"qo_gt_kv", make(E::kRagged, {100, 60}, {47, 49}, 2, 1, 256, bf16, true)});
   {
     Case c = make(E::kPaged, {100, 3}, {40, 0}, 4, 2, 64, bf16, true);
     c.page_size = 16;
