@@ -32,6 +32,16 @@ Limits sm80_limits() {
   return l;
 }
 
+// sm_86 and sm_89 give a block 99 KB of shared memory against 163 KB on sm_80 and sm_87:
+// enough for sm80's D = 64 and 128 prefill tiles (64 / 96 KB) and D = 64 decode (66 KB),
+// not for D = 256 prefill (160 KB) or D = 128 / 256 decode (100 / 136 KB).
+// tests/unit/sm80_smem_fit_test.cpp holds these rows to the tiles' sizes.
+Limits sm80_limits_99kb(Op op) {
+  Limits l = sm80_limits();
+  l.head_dims = op == Op::kPagedDecode ? std::vector<int>{64} : std::vector<int>{64, 128};
+  return l;
+}
+
 Limits sm90_limits() {
   Limits l = sm80_limits();
   return l;
@@ -58,8 +68,11 @@ std::vector<CapabilityRow> build_table() {
                     "reference backend; CI runs its full grid"});
   }
   for (Op op : kAllOps) {
-    rows.push_back({op, Backend::kSM80, 80, 89, Status::kDeclared, sm80_limits(),
-                    "built for sm_80; no Ampere machine to validate on"});
+    const char* kDeclared = "built for sm_80; no Ampere or Ada machine to validate on";
+    rows.push_back({op, Backend::kSM80, 80, 80, Status::kDeclared, sm80_limits(), kDeclared});
+    rows.push_back({op, Backend::kSM80, 86, 86, Status::kDeclared, sm80_limits_99kb(op), kDeclared});
+    rows.push_back({op, Backend::kSM80, 87, 87, Status::kDeclared, sm80_limits(), kDeclared});
+    rows.push_back({op, Backend::kSM80, 89, 89, Status::kDeclared, sm80_limits_99kb(op), kDeclared});
     rows.push_back({op, Backend::kSM80, 90, 90, Status::kValidated, sm80_limits(),
                     "sm_90a build of the portable kernels; GPU grid passed on H200 (docs/notes.md)"});
   }
