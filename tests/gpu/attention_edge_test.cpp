@@ -61,29 +61,33 @@ std::vector<Named> edge_cases() {
   using E = EntryPoint;
   const DType f16 = DType::kF16, bf16 = DType::kBF16;
   std::vector<Named> v;
-  // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (48 for D=256,
-  // whose last copy pass covers 16 of its 32 rows); decode key tiles 64.
+  // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (D=256 loads V
+  // one tile at a time, K two); decode key tiles 64. 47-49 and 95-97: the boundaries of a
+  // 32 / 16 row split of a tile's copies (and of other backends' 48- and 96-key steps).
   for (int len : {63, 64, 65, 127, 128, 129}) {
     for (bool causal : {false, true})
       v.push_back({"tile_edge", make(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
     v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
     v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
   }
-  for (int len : {47, 48, 49, 95, 96, 97}) {
+  for (int len : {47, 48, 49, 63, 64, 65, 95, 96, 97, 127, 128, 129}) {
     v.push_back({"tile_edge", make(E::kRagged, {len, 3}, {len, 50}, 2, 1, 256, f16, false)});
     Case c = make(E::kPaged, {len}, {len + 48}, 2, 2, 256, bf16, true, 40);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
-  // D=256 tiles that start mid-page (48-key tiles over 32-slot pages), and causal windows
-  // whose edges fall on either side of a 48-key boundary.
-  {
+  // D=256 tiles that start mid-page (64-key tiles over 48-slot pages, 48-key steps over
+  // 32-slot ones), and causal windows whose edges fall on either side of a 48- or 64-key
+  // boundary.
+  for (int page : {32, 48}) {
     Case c = make(E::kPaged, {49, 20}, {97, 150}, 2, 1, 256, f16, false);
-    c.page_size = 32;
+    c.page_size = page;
     v.push_back({"tile_edge", c});
-    v.push_back({"tile_edge", make(E::kRagged, {95, 49}, {97, 96}, 2, 2, 256, bf16, true, 47)});
-    v.push_back({"tile_edge", make(E::kSingle, {48}, {144}, 2, 1, 256, f16, true, 48)});
   }
+  v.push_back({"tile_edge", make(E::kRagged, {95, 49}, {97, 96}, 2, 2, 256, bf16, true, 47)});
+  v.push_back({"tile_edge", make(E::kSingle, {48}, {144}, 2, 1, 256, f16, true, 48)});
+  v.push_back({"tile_edge", make(E::kRagged, {127, 65}, {129, 128}, 2, 2, 256, bf16, true, 63)});
+  v.push_back({"tile_edge", make(E::kSingle, {64}, {192}, 2, 1, 256, f16, true, 64)});
   // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
   // the third one's first row), paged K/V too; the causal ones (short requests) take the
   // 128-row tile. Pages

@@ -7,6 +7,8 @@
 //   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
 //   then per warp: classify its kWarpRows rows x kWarpKeys keys (hidden: skip; full: no mask
 //   arithmetic; partial: element-wise mask), S = Q K^T, soft cap, online softmax, O += P V.
+//   With one V buffer (Cfg::kSingleV) the top of step j loads V of tile j and K of tile
+//   j + 1, and a second wait and barrier come before P V.
 #pragma once
 #include "backends/sm80/epilogue.h"
 #include "backends/sm80/online_softmax.h"
@@ -82,11 +84,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const KVRows<kPaged> kv(p, r);
     load_q_tile<Cfg, T>(sq, p, group, r, tid);
     cp_async_commit();
-#pragma unroll
-    for (int s = 0; s < Cfg::kStages - 1; ++s) {
-      if (s < num_tiles)
-        load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
+    if constexpr (Cfg::kSingleV) {
+      // K of the first tile; its V is loaded at the top of the loop.
+      load_kv_tile<Cfg, T, kPaged, kKOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, span.begin * Cfg::kBlockN, tid);
       cp_async_commit();
+    } else {
+#pragma unroll
+      for (int s = 0; s < Cfg::kStages - 1; ++s) {
+        if (s < num_tiles)
+          load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
+        cp_async_commit();
+      }
     }
     uint32_t qf[W::kRowBlocks][W::kKSteps][4];
     if constexpr (Cfg::kQInRegs) {
@@ -96,9 +104,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
 
     for (int i = 0; i < num_tiles; ++i) {
-      cp_async_wait<Cfg::kStages - 2>();
-      __syncthreads();  // tile i visible to all; every warp is done with tile i - 1's stage
-      {
+      const int stage = i % Cfg::kStages;
+      if constexpr (Cfg::kSingleV) {
+        cp_async_wait<0>();  // K of tile i, the only group in flight
+        __syncthreads();     // K of tile i visible; every warp is done with V and K of tile i - 1
+        load_kv_tile<Cfg, T, kPaged, kVOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, (span.begin + i) * Cfg::kBlockN,
+                                             tid);
+        cp_async_commit();
+        if (i + 1 < num_tiles)
+          load_kv_tile<Cfg, T, kPaged, kKOnly>(k_stage(stage ^ 1), v_stage(0), p, kv, r.kv_len,
+                                               (span.begin + i + 1) * Cfg::kBlockN, tid);
+        cp_async_commit();  // possibly empty: the V wait below counts on one group after V's
+      } else {
+        cp_async_wait<Cfg::kStages - 2>();
+        __syncthreads();  // tile i visible to all; every warp is done with tile i - 1's stage
         const int next = i + Cfg::kStages - 1;
         const int s = next % Cfg::kStages;
         if (next < num_tiles)
@@ -106,10 +125,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                                        tid);
         cp_async_commit();  // possibly empty: keeps the group count per iteration fixed
       }
-      const int stage = i % Cfg::kStages;
+      // Single V: V of tile i lands while Q K^T and the softmax run; every warp, hidden or
+      // not, meets the barrier that makes it visible, so the barriers stay matched.
+      auto wait_v = [] {
+        if constexpr (Cfg::kSingleV) {
+          cp_async_wait<1>();
+          __syncthreads();
+        }
+      };
       const int key0 = (span.begin + i) * Cfg::kBlockN + key_off;  // this warp's first key
       const core::TileClass cls = warp_tile_class<kMask>(ms, warp_rows, key0, key0 + Cfg::kWarpKeys);
-      if (cls == core::TileClass::kHidden) continue;  // warp-uniform; barriers stay matched
+      if (cls == core::TileClass::kHidden) {  // warp-uniform
+        wait_v();
+        continue;
+      }
 
       float s[W::kRowBlocks][W::kSTiles][4];
       warp_qk<Cfg, T>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
@@ -132,7 +161,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         online_softmax_update(s[b], o[b], st[b], lt.scale2);
       }
-      warp_pv<Cfg, T>(o, s, v_stage(stage), key_off, lane);
+      wait_v();
+      warp_pv<Cfg, T>(o, s, v_stage(Cfg::kSingleV ? 0 : stage), key_off, lane);
     }
     cp_async_wait<0>();
   }

@@ -16,7 +16,7 @@
 namespace flashband::sm80 {
 
 template <int kHeadDim_, int kWarpsM_, int kWarpsN_, int kRowBlocks_, int kBlockN_, int kStages_, bool kQInRegs_,
-          int kMinBlocks_>
+          int kMinBlocks_, bool kSingleV_ = false>
 struct TileConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kWarpsM = kWarpsM_;        // warps along query rows
@@ -28,6 +28,11 @@ struct TileConfig {
   static constexpr int kStages = kStages_;      // K/V tiles in flight (cp.async ring)
   static constexpr bool kQInRegs = kQInRegs_;   // Q fragments live in registers for the whole loop
   static constexpr int kMinBlocks = kMinBlocks_;// __launch_bounds__ occupancy target
+  // One V buffer instead of kStages: V of tile j is loaded while Q K^T of tile j runs (after
+  // the barrier that ends P V of tile j - 1), K of tile j + 1 a whole step ahead. Costs a
+  // second barrier per tile; saves a V tile of shared memory for a wider tile.
+  static constexpr bool kSingleV = kSingleV_;
+  static constexpr int kVStages = kSingleV ? 1 : kStages;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kWarpKeys = kBlockN / kWarpsN;  // keys of a tile one warp handles
 
@@ -36,15 +41,19 @@ struct TileConfig {
   static_assert(kStages >= 2, "one tile computes while the next loads");
   static_assert(kWarpsN == 1 || kRowBlocks == 1, "the cross-warp combine handles one row block");
 
-  // Shared memory: a Q tile, then kStages K tiles, then kStages V tiles (16-bit elements).
+  static_assert(!kSingleV || (kStages == 2 && !kQInRegs && kWarpsN == 1),
+                "the single-V loop double-buffers K and reads Q from shared memory");
+
+  // Shared memory: a Q tile, then kStages K tiles, then kVStages V tiles (16-bit elements).
   static constexpr std::size_t kQBytes = std::size_t{kBlockM} * kHeadDim * 2;
   static constexpr std::size_t kKVTileBytes = std::size_t{kBlockN} * kHeadDim * 2;
-  static constexpr std::size_t kSmemBytes = kQBytes + 2 * kStages * kKVTileBytes;
+  static constexpr std::size_t kKVBytes = std::size_t{kStages + kVStages} * kKVTileBytes;
+  static constexpr std::size_t kSmemBytes = kQBytes + kKVBytes;
   // Decode's cross-warp combine reuses the K/V area: per warp 16 rows x D floats plus m
   // and d, and one output scale per row (epilogue.h).
   static constexpr std::size_t kCombineBytes =
       kWarpsN > 1 ? std::size_t{kWarpsN} * 16 * (kHeadDim + 2) * 4 + 16 * 4 : 0;
-  static_assert(kCombineBytes <= 2 * kStages * kKVTileBytes, "combine buffer must fit in the K/V area");
+  static_assert(kCombineBytes <= kKVBytes, "combine buffer must fit in the K/V area");
 };
 
 // Prefill, per thread: O costs D/2 registers per row block, S kBlockN/2, Q in registers
@@ -55,12 +64,13 @@ struct TileConfig {
 // FlashAttention-2 does. D=256 cannot hold two row blocks of O (256 registers), so it keeps
 // 8 warps x 16 rows with Q in shared memory. With one row block a warp reads a K or V
 // fragment per two MMAs, so shared-memory bandwidth bounds it and the Q fragments of a
-// k-step should serve as many keys as fit: 48-key tiles take 160 KB (64 KB Q + 2 stages x
-// 48 KB), what an A100 block can have (163 KB); 64-key tiles would need 192 KB.
+// k-step should serve as many keys as fit: 64-key tiles with two K buffers and one V
+// buffer take 160 KB (64 KB Q + 3 x 32 KB), what an A100 block can have (163 KB); two V
+// buffers would need 192 KB.
 template <int D> struct PrefillTile;
 template <> struct PrefillTile<64> : TileConfig<64, 4, 1, 2, 64, 3, true, 2> {};     // 64 KB smem
 template <> struct PrefillTile<128> : TileConfig<128, 4, 1, 2, 64, 2, false, 2> {};  // 96 KB
-template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 1, 48, 2, false, 1> {};  // 160 KB
+template <> struct PrefillTile<256> : TileConfig<256, 8, 1, 1, 64, 2, false, 1, true> {};  // 160 KB
 
 // Decode: memory-bound, so the tile is sized for bytes in flight: 64 keys per stage split
 // over 4 warps, with 4 / 3 / 2 stages (64 / 96 / 128 KB of K and V in flight per CTA).

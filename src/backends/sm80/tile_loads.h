@@ -16,7 +16,7 @@ struct CopyLayout {
   static constexpr int kChunks = Cfg::kHeadDim / 8;
   static constexpr int kSegments = kChunks / 8;         // 128-byte segments per row
   static constexpr int kRowsPerPass = Cfg::kThreads / 8;
-  // Passes over a K/V tile; the last one may be partial (48-key tiles over 32-row passes),
+  // Passes over a K/V tile; the last one may be partial (e.g. 48-key tiles over 32-row passes),
   // in which case the lanes past the tile's end copy nothing. Whole warps drop out
   // together as long as the remainder is a multiple of 4 rows.
   static constexpr int kKVPasses = (Cfg::kBlockN + kRowsPerPass - 1) / kRowsPerPass;
@@ -49,8 +49,12 @@ __device__ __forceinline__ void load_q_tile(uint32_t sq, const core::AttentionPa
   }
 }
 
-// Keys [key0, key0 + kBlockN) into one K and one V stage.
-template <class Cfg, class T, bool kPaged>
+// Which tensors a K/V copy moves: both into their stages, or (Cfg::kSingleV) K and V at
+// different points of the loop.
+enum KVParts : int { kKOnly = 1, kVOnly = 2, kKAndV = 3 };
+
+// Keys [key0, key0 + kBlockN) into one K and one V stage (those of kParts).
+template <class Cfg, class T, bool kPaged, int kParts = kKAndV>
 __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const core::AttentionParams& p,
                                              const KVRows<kPaged>& kv, int kv_len, int key0, int tid) {
   using L = CopyLayout<Cfg>;
@@ -73,8 +77,8 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
         for (int seg = 0; seg < L::kSegments; ++seg) {
           const uint32_t dst = Rows::offset(r, seg * 8 + sub);
-          cp_async_16(sk + dst, ks + i * L::kRowsPerPass * p.k_stride_n + seg * 64, true);
-          cp_async_16(sv + dst, vs + i * L::kRowsPerPass * p.v_stride_n + seg * 64, true);
+          if constexpr ((kParts & kKOnly) != 0) cp_async_16(sk + dst, ks + i * L::kRowsPerPass * p.k_stride_n + seg * 64, true);
+          if constexpr ((kParts & kVOnly) != 0) cp_async_16(sv + dst, vs + i * L::kRowsPerPass * p.v_stride_n + seg * 64, true);
         }
       }
       return;
@@ -104,8 +108,8 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
         for (int seg = 0; seg < L::kSegments; ++seg) {
           const uint32_t dst = Rows::offset(r, seg * 8 + sub);
-          cp_async_16(sk + dst, ks + seg * 64, true);
-          cp_async_16(sv + dst, vs + seg * 64, true);
+          if constexpr ((kParts & kKOnly) != 0) cp_async_16(sk + dst, ks + seg * 64, true);
+          if constexpr ((kParts & kVOnly) != 0) cp_async_16(sv + dst, vs + seg * 64, true);
         }
       }
       return;
@@ -128,8 +132,8 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
     for (int seg = 0; seg < L::kSegments; ++seg) {
       const uint32_t dst = Rows::offset(row, seg * 8 + sub);
-      cp_async_16(sk + dst, valid ? ks + seg * 64 : k, valid);
-      cp_async_16(sv + dst, valid ? vs + seg * 64 : v, valid);
+      if constexpr ((kParts & kKOnly) != 0) cp_async_16(sk + dst, valid ? ks + seg * 64 : k, valid);
+      if constexpr ((kParts & kVOnly) != 0) cp_async_16(sv + dst, valid ? vs + seg * 64 : v, valid);
     }
   }
 }
