@@ -62,8 +62,8 @@ std::vector<Named> edge_cases() {
   const DType f16 = DType::kF16, bf16 = DType::kBF16;
   std::vector<Named> v;
   // Tile boundaries: prefill row tiles are 128 packed rows, key tiles 64 (D=256 loads V
-  // one tile at a time, K two); decode key tiles 64. 47-49 and 95-97: the boundaries of a
-  // 32 / 16 row split of a tile's copies (and of other backends' 48- and 96-key steps).
+  // one tile at a time, K two); decode key tiles 64. 47-49 and 95-97 were the edges of
+  // D=256's earlier 48-key tiles; they stay as lengths that end inside a tile.
   for (int len : {63, 64, 65, 127, 128, 129}) {
     for (bool causal : {false, true})
       v.push_back({"tile_edge", make(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
@@ -76,9 +76,8 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
-  // D=256 tiles that start mid-page (64-key tiles over 48-slot pages, 48-key steps over
-  // 32-slot ones), and causal windows whose edges fall on either side of a 48- or 64-key
-  // boundary.
+  // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
+  // align), and causal windows whose edges fall inside a tile or on its edge.
   for (int page : {32, 48}) {
     Case c = make(E::kPaged, {49, 20}, {97, 150}, 2, 1, 256, f16, false);
     c.page_size = page;

@@ -2,7 +2,7 @@
 // window_left {-1, 0, 1, 31, 127, >= kv_len} x dtype {f16, bf16} x head dim {64, 128, 256}
 // in full, with layout, page size {1, 5, 16, 128}, GQA shape, lengths and soft cap rotated
 // through it (different periods, so their combinations vary). Lengths cross the sm80 tile
-// edges (64/128 rows, 48/64 keys) and batches include empty requests.
+// edges (64/128 rows, 64 keys) and batches include empty requests.
 #include <gtest/gtest.h>
 
 #include <tuple>
