@@ -1,5 +1,5 @@
 """Runs one benchmark case a few times with one flashband backend, for a profiler to attach to
-(Nsight Compute: profile the last launch). No timing, no report.
+(Nsight Compute: profile the last launch). No report; --time prints a do_bench median.
 
   python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
       [--batch B] [--heads H]
@@ -26,6 +26,9 @@ def main():
                    help="window_left (-1: none; >= seq - 1 is normalised to none, which "
                         "selects the unmasked kernel)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--time", action="store_true",
+                   help="also print the do_bench median in us (every launch of the call: the "
+                        "merge of split-KV states too, which ncu's kernel filter leaves out)")
     # The same units another way: e.g. "--seq 512 --batch 1 --heads 512" gives the units of
     # the default 512 case (32 requests x 16 heads) without a work list (one request).
     p.add_argument("--batch", type=int, default=0, help="requests (0: 16k tokens / seq)")
@@ -44,6 +47,10 @@ def main():
         fn()
     torch.cuda.synchronize()
     print("probe done", info(), flush=True)
+    if a.time:
+        import triton.testing
+        ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+        print(f"probe time {ms * 1000:.1f} us", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ declare -A dur us
 
 measure() {  # $1: column name; each duration is printed as soon as it is known, so a
   # call that runs out of time still shows what it measured
+  if [ "${AB_TIME:-0}" = 1 ]; then measure_time "$1"; return; fi
   for args in "${probes[@]}"; do
     out=$(NCU_SECTIONS="--section SpeedOfLight" NCU_TAIL=40 bash scripts/ncu_probe.sh "$args" 2>&1)
     d=$(awk '/ Duration /{print $NF $(NF-1); exit}' <<< "$out")
@@ -34,6 +35,20 @@ measure() {  # $1: column name; each duration is printed as soon as it is known,
     dur["$1|$args"]="${d:-failed}"
     us["$1|$args"]=$(awk '/ Duration /{v = $NF; if ($(NF-1) ~ /^ms/) v *= 1000; else if ($(NF-1) ~ /^s/) v *= 1e6; print v; exit}' <<< "$out")
     echo "ab: $1 | $args | ${d:-failed} | $tp"
+  done
+}
+
+# AB_TIME=1: the do_bench median of the whole call (bench/probe.py --time) at the GPU's own
+# clocks instead of ncu's kernel duration, for a variant that adds or removes a launch (the
+# split-KV merge); run-to-run spread is then ~1%, so put a control probe beside the others.
+measure_time() {
+  mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")")
+  for args in "${probes[@]}"; do
+    t=$(PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 bench/probe.py $args --time 2>&1 |
+      awk '/^probe time/{print $3; exit}')
+    dur["$1|$args"]="${t:-failed}${t:+us}"
+    us["$1|$args"]="$t"
+    echo "ab: $1 | $args | ${t:-failed}"
   done
 }
 
