@@ -48,11 +48,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   const Request r = load_request(p, group, Cfg::kBlockM);
   const core::MaskSpec ms{r.qo_len, r.kv_len, kMask ? p.causal : false, kMask ? p.window_left : -1};
-  const RowTile cta_rows = row_tile_tokens(r.row_begin, r.row_begin + Cfg::kBlockM, r.group, r.qo_len);
+  const RowTile cta_rows = row_tile_tokens(r.row_begin, r.row_begin + Cfg::kBlockM, group, r.qo_len);
   const core::TileSpan span = split_span(
       core::kv_tile_span(ms, cta_rows.token_begin, cta_rows.token_end, Cfg::kBlockN), p.num_kv_splits, r.split);
   const RowTile warp_rows =
-      row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + Cfg::kWarpRows, r.group, r.qo_len);
+      row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + Cfg::kWarpRows, group, r.qo_len);
 
 
   LogitTransform lt;

@@ -94,14 +94,27 @@ __device__ __forceinline__ void store_warp_rows(
   __syncwarp();
   T* out = static_cast<T*>(p.o);
   constexpr int kPerLane = Cfg::kWarpRows * Rows::kChunks / 32;
+  static_assert(32 % Rows::kChunks == 0, "a lane keeps its chunk from row to row");
+  // A lane's rows are kRowStep apart: when the group divides that, they share a query head
+  // and their destinations a stride (as in load_q_tile).
+  constexpr int kRowStep = 32 / Rows::kChunks;
+  const int chunk = lane % Rows::kChunks, rr0 = lane / Rows::kChunks, first = r.row_begin + q_row0 + rr0;
+  auto store_row = [&](int i, T* dst) {
+    const uint4 v = *reinterpret_cast<const uint4*>(sq + Rows::offset(q_row0 + rr0 + i * kRowStep, chunk));
+    *reinterpret_cast<uint4*>(dst) = v;
+  };
+  if (group_divides(r.group, kRowStep)) {
+    T* dst = out + row_dest(p, group, r, first, false).o + chunk * 8;
+    const int64_t step = static_cast<int64_t>(group.div(kRowStep)) * p.o_stride_n;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i, dst += step)
+      if (first + i * kRowStep < rows_total) store_row(i, dst);
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
-    const int idx = lane + 32 * i;
-    const int rr = idx / Rows::kChunks, chunk = idx % Rows::kChunks;
-    const int row = r.row_begin + q_row0 + rr;
-    if (row >= rows_total) continue;
-    const uint4 v = *reinterpret_cast<const uint4*>(sq + Rows::offset(q_row0 + rr, chunk));
-    *reinterpret_cast<uint4*>(out + row_dest(p, group, r, row, false).o + chunk * 8) = v;
+    const int row = first + i * kRowStep;
+    if (row < rows_total) store_row(i, out + row_dest(p, group, r, row, false).o + chunk * 8);
   }
 }
 

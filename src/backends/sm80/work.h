@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/fast_divmod.h"
 #include "core/hd.h"
 #include "core/mask.h"
 
@@ -25,12 +26,24 @@ struct RowTile {
   int token_begin;
   int token_end;  // exclusive, clipped to qo_len
 };
-FB_HD constexpr RowTile row_tile_tokens(int row_begin, int row_end, int group, int qo_len) {
-  const int rows = qo_len * group;
+// The group as an int (host) or as a FastDivmod (device, where a division by a runtime int
+// is some 20 instructions, run once per CTA for each division).
+FB_HD constexpr int group_size(int group) { return group; }
+FB_HD int group_size(const core::FastDivmod& group) { return group.divisor; }
+FB_HD constexpr int group_div(int n, int group) { return n / group; }
+FB_HD int group_div(int n, const core::FastDivmod& group) { return group.div(n); }
+
+template <class Group>
+FB_HD constexpr RowTile row_tile_tokens(int row_begin, int row_end, const Group& group, int qo_len) {
+  const int rows = qo_len * group_size(group);
   if (row_end > rows) row_end = rows;
   if (row_end <= row_begin) return {0, 0};
-  return {row_begin / group, (row_end - 1) / group + 1};
+  return {group_div(row_begin, group), group_div(row_end - 1, group) + 1};
 }
+
+// Whether packed rows `step` apart (a power of two) always share a query head, so that
+// their tokens are step / group apart: the group divides the step.
+FB_HD constexpr bool group_divides(int group, int step) { return group <= step && (group & (group - 1)) == 0; }
 
 // KV tiles [begin, end) of split `split` out of `num_splits`: the row tile's visible span
 // cut into nearly equal contiguous pieces (sizes differ by at most one tile). A split past
