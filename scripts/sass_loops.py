@@ -1,0 +1,67 @@
+"""Per kernel of a `cuobjdump -sass` listing: where its main loop starts, how long it is, and
+how many local-memory accesses (spill traffic) it has, in all and inside the loop. The main
+loop is the widest backward branch range that holds an MMA (HMMA / HGMMA). Compare two
+builds' listings to see whether a change outside the loop moved the loop's code: at 255
+registers ptxas may rematerialise values inside the loop when a prologue change shifts its
+register allocation (twelfth session: a Q-load change grew the sm80 loop by 36 instructions).
+
+  cuobjdump -sass kernel.o > a.sass   # or an executable / .so built for sm_90a
+  python3 scripts/sass_loops.py a.sass [b.sass]
+"""
+import re
+import sys
+
+INSTRUCTION = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);")
+BRANCH = re.compile(r"\bBRA\s+(0x[0-9a-f]+)")
+
+
+def kernels(path):
+    """(name, [(address, text)]) per function of the listing."""
+    for block in open(path).read().split("Function : ")[1:]:
+        name, _, body = block.partition("\n")
+        code = [(int(m.group(1), 16), m.group(2)) for m in map(INSTRUCTION.match, body.split("\n")) if m]
+        yield name.strip(), code
+
+
+def main_loop(code):
+    """(first, last) address of the widest backward branch range that holds an MMA."""
+    best = None
+    for address, text in code:
+        m = BRANCH.search(text)
+        if not m or ".DIV" in text:
+            continue
+        target = int(m.group(1), 16)
+        if target >= address:
+            continue
+        if not any(target <= a <= address and "MMA" in t for a, t in code):
+            continue
+        if best is None or address - target > best[1] - best[0]:
+            best = (target, address)
+    return best
+
+
+def summary(path):
+    rows = []
+    for name, code in kernels(path):
+        step = (code[1][0] - code[0][0]) if len(code) > 1 else 16
+        loop = main_loop(code)
+        local = [a for a, t in code if re.search(r"\b(LDL|STL)\b", t)]
+        if loop:
+            in_loop = sum(loop[0] <= a <= loop[1] for a in local)
+            rows.append((name, loop[0] // step, (loop[1] - loop[0]) // step + 1, len(local), in_loop))
+        else:
+            rows.append((name, None, None, len(local), 0))
+    return rows
+
+
+def main():
+    for path in sys.argv[1:]:
+        print(f"== {path}")
+        print(f"{'prologue':>8} {'loop':>6} {'local':>6} {'in loop':>7}  kernel")
+        for name, start, length, local, in_loop in summary(path):
+            print(f"{start if start is not None else '-':>8} {length if length is not None else '-':>6} "
+                  f"{local:>6} {in_loop:>7}  {name[:110]}")
+
+
+if __name__ == "__main__":
+    main()
