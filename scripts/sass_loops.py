@@ -5,10 +5,16 @@ builds' listings to see whether a change outside the loop moved the loop's code:
 registers ptxas may rematerialise values inside the loop when a prologue change shifts its
 register allocation (twelfth session: a Q-load change grew the sm80 loop by 36 instructions).
 
+With --ldsm, also how far ahead of its first MMA each ldmatrix result comes: per
+mma.sync (HMMA) in the loop, the instructions since the LDSM that wrote its B operand
+(median, and how many sit within 4 and 8): an MMA right behind its load waits on it (short
+scoreboard stalls).
+
   cuobjdump -sass kernel.o > a.sass   # or an executable / .so built for sm_90a
-  python3 scripts/sass_loops.py a.sass [b.sass]
+  python3 scripts/sass_loops.py [--ldsm] a.sass [b.sass]
 """
 import re
+import statistics
 import sys
 
 INSTRUCTION = re.compile(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);")
@@ -40,6 +46,24 @@ def main_loop(code):
     return best
 
 
+def ldsm_distances(code, loop):
+    """Per HMMA of the loop: instructions since the LDSM that wrote its B operand's first
+    register (HMMAs whose B operand no LDSM in the loop wrote are left out)."""
+    body = [t for a, t in code if loop[0] <= a <= loop[1]]
+    written = {}
+    out = []
+    for i, text in enumerate(body):
+        m = re.search(r"\bLDSM\S*\s+R(\d+)", text)
+        if m:
+            for k in range(4):  # x4: four consecutive registers
+                written[int(m.group(1)) + k] = i
+            continue
+        m = re.search(r"\bHMMA\.\S+\s+R\d+,\s*R\d+,\s*R(\d+)", text)
+        if m and int(m.group(1)) in written:
+            out.append(i - written[int(m.group(1))])
+    return out
+
+
 def summary(path):
     rows = []
     for name, code in kernels(path):
@@ -48,19 +72,27 @@ def summary(path):
         local = [a for a, t in code if re.search(r"\b(LDL|STL)\b", t)]
         if loop:
             in_loop = sum(loop[0] <= a <= loop[1] for a in local)
-            rows.append((name, loop[0] // step, (loop[1] - loop[0]) // step + 1, len(local), in_loop))
+            rows.append((name, loop[0] // step, (loop[1] - loop[0]) // step + 1, len(local), in_loop,
+                         ldsm_distances(code, loop)))
         else:
-            rows.append((name, None, None, len(local), 0))
+            rows.append((name, None, None, len(local), 0, []))
     return rows
 
 
 def main():
-    for path in sys.argv[1:]:
+    args = sys.argv[1:]
+    ldsm = "--ldsm" in args
+    for path in (a for a in args if a != "--ldsm"):
         print(f"== {path}")
-        print(f"{'prologue':>8} {'loop':>6} {'local':>6} {'in loop':>7}  kernel")
-        for name, start, length, local, in_loop in summary(path):
-            print(f"{start if start is not None else '-':>8} {length if length is not None else '-':>6} "
-                  f"{local:>6} {in_loop:>7}  {name[:110]}")
+        extra = f" {'mma':>5} {'median':>6} {'<=4':>4} {'<=8':>4}" if ldsm else ""
+        print(f"{'prologue':>8} {'loop':>6} {'local':>6} {'in loop':>7}{extra}  kernel")
+        for name, start, length, local, in_loop, dist in summary(path):
+            line = (f"{start if start is not None else '-':>8} {length if length is not None else '-':>6} "
+                    f"{local:>6} {in_loop:>7}")
+            if ldsm:
+                med = f"{statistics.median(dist):.0f}" if dist else "-"
+                line += f" {len(dist):>5} {med:>6} {sum(d <= 4 for d in dist):>4} {sum(d <= 8 for d in dist):>4}"
+            print(f"{line}  {name[:110]}")
 
 
 if __name__ == "__main__":
