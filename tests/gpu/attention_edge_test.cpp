@@ -129,6 +129,10 @@ std::vector<Named> edge_cases() {
   v.push_back({"gqa", make(E::kRagged, {70, 5}, {90, 300}, 32, 8, 64, f16, true)});
   v.push_back({"gqa", make(E::kDecode, {}, {300, 17, 1000}, 32, 8, 128, bf16, false)});
   v.push_back({"gqa", make(E::kRagged, {33}, {200}, 7, 1, 128, f16, false)});
+  // D = 64 prefill with groups that do not divide sm80's 4-row output step (8 and 3): the
+  // epilogue's per-row destinations rather than its stride walk.
+  v.push_back({"gqa", make(E::kRagged, {37, 5}, {90, 200}, 8, 1, 64, bf16, true)});
+  v.push_back({"gqa", make(E::kRagged, {45}, {130}, 6, 2, 64, f16, false)});
   v.push_back({"gqa", make(E::kDecode, {}, {129, 4}, 7, 1, 64, bf16, false, 31)});
   {
     Case c = make(E::kPaged, {40, 19}, {180, 19}, 7, 1, 256, f16, true, 31);
