@@ -16,12 +16,8 @@ struct CopyLayout {
   static constexpr int kChunks = Cfg::kHeadDim / 8;
   static constexpr int kSegments = kChunks / 8;         // 128-byte segments per row
   static constexpr int kRowsPerPass = Cfg::kThreads / 8;
-  // Passes over a K/V tile; the last one may be partial (e.g. 48-key tiles over 32-row passes),
-  // in which case the lanes past the tile's end copy nothing. Whole warps drop out
-  // together as long as the remainder is a multiple of 4 rows.
-  static constexpr int kKVPasses = (Cfg::kBlockN + kRowsPerPass - 1) / kRowsPerPass;
-  static_assert((Cfg::kBlockN % kRowsPerPass) % 4 == 0, "a partial pass must end at a warp boundary");
-  __device__ static constexpr bool outside(int row) { return Cfg::kBlockN % kRowsPerPass != 0 && row >= Cfg::kBlockN; }
+  static constexpr int kKVPasses = Cfg::kBlockN / kRowsPerPass;  // passes over a K/V tile
+  static_assert(Cfg::kBlockN % kRowsPerPass == 0, "K/V tile must split evenly over threads");
 };
 
 template <class Cfg, class T>
@@ -73,7 +69,6 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
       for (int i = 0; i < L::kKVPasses; ++i) {
         const int r = (tid >> 3) + i * L::kRowsPerPass;
-        if (L::outside(r)) continue;
 #pragma unroll
         for (int seg = 0; seg < L::kSegments; ++seg) {
           const uint32_t dst = Rows::offset(r, seg * 8 + sub);
@@ -94,14 +89,11 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
       const T* vh = v + kv.kv_head * p.v_stride_h + sub * 8;
       int64_t page[L::kKVPasses];
 #pragma unroll
-      for (int i = 0; i < L::kKVPasses; ++i) {  // all index loads in flight at once
-        const int r = (tid >> 3) + i * L::kRowsPerPass;
-        page[i] = L::outside(r) ? 0 : p.page_indices[kv.first + ((key0 + r) >> shift)];
-      }
+      for (int i = 0; i < L::kKVPasses; ++i)  // all index loads in flight at once
+        page[i] = p.page_indices[kv.first + ((key0 + (tid >> 3) + i * L::kRowsPerPass) >> shift)];
 #pragma unroll
       for (int i = 0; i < L::kKVPasses; ++i) {
         const int r = (tid >> 3) + i * L::kRowsPerPass;
-        if (L::outside(r)) continue;
         const int64_t slot = (key0 + r) & (ps - 1);
         const T* ks = kh + page[i] * p.k_stride_page + slot * p.k_stride_n;
         const T* vs = vh + page[i] * p.v_stride_page + slot * p.v_stride_n;
@@ -118,7 +110,6 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
   for (int i = 0; i < L::kKVPasses; ++i) {
     const int row = (tid >> 3) + i * L::kRowsPerPass;
-    if (L::outside(row)) continue;
     const int t = key0 + row;
     const bool valid = t < kv_len;
     const T* ks = k;
