@@ -1,6 +1,7 @@
 """Per kernel of a `cuobjdump -sass` listing: where its main loop starts, how long it is, and
 how many local-memory accesses (spill traffic) it has, in all and inside the loop. The main
-loop is the widest backward branch range that holds an MMA (HMMA / HGMMA). Compare two
+loop is the backward branch range that holds the most MMAs (HMMA / HGMMA), the narrowest
+of those. Compare two
 builds' listings to see whether a change outside the loop moved the loop's code: at 255
 registers ptxas may rematerialise values inside the loop when a prologue change shifts its
 register allocation (twelfth session: a Q-load change grew the sm80 loop by 36 instructions).
@@ -30,7 +31,8 @@ def kernels(path):
 
 
 def main_loop(code):
-    """(first, last) address of the widest backward branch range that holds an MMA."""
+    """(first, last) address of the backward branch range with the most MMAs (narrowest
+    first among equals)."""
     best = None
     for address, text in code:
         m = BRANCH.search(text)
@@ -39,11 +41,15 @@ def main_loop(code):
         target = int(m.group(1), 16)
         if target >= address:
             continue
-        if not any(target <= a <= address and "MMA" in t for a, t in code):
+        mmas = sum(target <= a <= address and "MMA" in t for a, t in code)
+        if not mmas:
             continue
-        if best is None or address - target > best[1] - best[0]:
-            best = (target, address)
-    return best
+        # Most MMAs first, then the narrowest: out-of-line blocks (a rare rescale) that
+        # branch back into the loop from past its end span more code but fewer MMAs.
+        key = (mmas, target - address)
+        if best is None or key > best[0]:
+            best = (key, (target, address))
+    return best[1] if best else None
 
 
 def ldsm_distances(code, loop):
