@@ -114,6 +114,23 @@ std::vector<Named> edge_cases() {
     c.page_size = 64;
     v.push_back({"long_masked", c});
   }
+  // sm90 half tiles (consumer.h kHalfTiles, the narrow 128-key tiles): a warpgroup's P V
+  // leaves out a 64-key half none of its 64 rows sees. Per tile, slab 0 / slab 1 (W whole,
+  // L / R left / right half, N none): the diagonal with slab 0's first step N (t1: N / L);
+  // a window's left edge (t3: W / R; and t1: L / W, t0: R / N, the last step N); kv_len in
+  // the first half of the last tile (L / L), also paged; a slab wholly past qo_len (all N);
+  // a slab whose rows all see nothing (qo > kv causal).
+  v.push_back({"half_tiles", make(E::kRagged, {128}, {160}, 2, 1, 128, bf16, true)});
+  v.push_back({"half_tiles", make(E::kSingle, {512}, {512}, 2, 1, 128, f16, true, 100)});
+  v.push_back({"half_tiles", make(E::kRagged, {256}, {256}, 2, 1, 128, bf16, true, 10)});
+  v.push_back({"half_tiles", make(E::kRagged, {100}, {170}, 2, 1, 128, f16, false, 120)});
+  {
+    Case c = make(E::kPaged, {100}, {170}, 2, 1, 128, bf16, false);
+    c.page_size = 16;
+    v.push_back({"half_tiles", c});
+  }
+  v.push_back({"half_tiles", make(E::kRagged, {300, 40}, {300, 300}, 2, 1, 128, bf16, true)});
+  v.push_back({"half_tiles", make(E::kSingle, {200}, {100}, 2, 2, 128, f16, true)});
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
   v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
   v.push_back({"qo_gt_kv", make(E::kRagged, {100, 60}, {47, 49}, 2, 1, 256, bf16, true)});
@@ -216,6 +233,9 @@ std::vector<Named> edge_cases() {
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
+    // sm90 half tiles across fused unit boundaries, primed units whose first tile a slab
+    // does not see.
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
     // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
     const ManyRequests tall = many_requests(60, 420);
@@ -298,7 +318,7 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
     EXPECT_GE(units, 3 * 132) << n.c.name();
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }
