@@ -114,12 +114,13 @@ std::vector<Named> edge_cases() {
     c.page_size = 64;
     v.push_back({"long_masked", c});
   }
-  // sm90 half tiles (consumer.h kHalfTiles, the narrow 128-key tiles): a warpgroup's P V
-  // leaves out a 64-key half none of its 64 rows sees. Per tile, slab 0 / slab 1 (W whole,
-  // L / R left / right half, N none): the diagonal with slab 0's first step N (t1: N / L);
-  // a window's left edge (t3: W / R; and t1: L / W, t0: R / N, the last step N); kv_len in
-  // the first half of the last tile (L / L), also paged; a slab wholly past qo_len (all N);
-  // a slab whose rows all see nothing (qo > kv causal).
+  // 64-key halves of 128-key tiles as sm90's 64-row slabs (one consumer warpgroup each) see
+  // them; per tile, slab 0 / slab 1 (W whole, L / R left / right half, N none): the
+  // diagonal with slab 0's first tile N (t1: N / L); a window's left edge (t3: W / R; and
+  // t1: L / W, t0: R / N, the last tile N); kv_len in the first half of the last tile
+  // (L / L), also paged; a slab wholly past qo_len (all N); a slab whose rows all see
+  // nothing (qo > kv causal). (Written for the half-tile experiment, thirteenth session;
+  // they test any backend's masks at these edges.)
   v.push_back({"half_tiles", make(E::kRagged, {128}, {160}, 2, 1, 128, bf16, true)});
   v.push_back({"half_tiles", make(E::kSingle, {512}, {512}, 2, 1, 128, f16, true, 100)});
   v.push_back({"half_tiles", make(E::kRagged, {256}, {256}, 2, 1, 128, bf16, true, 10)});
@@ -233,8 +234,8 @@ std::vector<Named> edge_cases() {
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
-    // sm90 half tiles across fused unit boundaries, primed units whose first tile a slab
-    // does not see.
+    // sm90 fused unit boundaries with a short window: primed units whose first tile a
+    // slab does not see.
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
     // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
