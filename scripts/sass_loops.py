@@ -1,10 +1,10 @@
 """Per kernel of a `cuobjdump -sass` listing: where its main loop starts, how long it is, and
 how many local-memory accesses (spill traffic) it has, in all and inside the loop. The main
 loop is the backward branch range that holds the most MMAs (HMMA / HGMMA), the narrowest
-of those. Compare two
-builds' listings to see whether a change outside the loop moved the loop's code: at 255
-registers ptxas may rematerialise values inside the loop when a prologue change shifts its
-register allocation (twelfth session: a Q-load change grew the sm80 loop by 36 instructions).
+of those. Compare two builds' listings to see whether a change outside the loop moved the
+loop's code: at 255 registers ptxas may rematerialise values inside the loop when a
+prologue change shifts its register allocation (twelfth session: a Q-load change grew the
+sm80 loop by 36 instructions).
 
 With --ldsm, also how far ahead of its first MMA each ldmatrix result comes: per
 mma.sync (HMMA) in the loop, the instructions since the LDSM that wrote its B operand
