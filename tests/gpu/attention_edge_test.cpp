@@ -178,6 +178,8 @@ std::vector<Named> edge_cases() {
   v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 80-key tiles
+  // sm90: split partial states from the unmasked D = 256 kernel (80 keys, mask folded away).
+  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, f16, false), true, true});
   // sm90: split partial states from the 192-row D = 64 tile, contiguous and paged.
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, bf16, false), true, true});
   {
@@ -238,6 +240,7 @@ std::vector<Named> edge_cases() {
     // slab does not see.
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 80 keys
     // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
     const ManyRequests tall = many_requests(60, 420);
     v.push_back({"many_units", make(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
@@ -319,7 +322,7 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
     EXPECT_GE(units, 3 * 132) << n.c.name();
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 9);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }

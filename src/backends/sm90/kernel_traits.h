@@ -41,7 +41,7 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // An unmasked wide kernel (tile_config.h kWideFoldsMask: D = 64, 128) serves only problems
+  // An unmasked wide kernel (tile_config.h kWideFoldsMask) serves only problems
   // without a causal / window mask (registry key needs_mask = false, which make_kernel_params
   // enforces): the mask state folds away at compile time, which D = 128's 176-key S tile's
   // registers need, and which measured 2-4% faster at D = 64 (eighth session).

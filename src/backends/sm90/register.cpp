@@ -3,7 +3,8 @@
 // so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
 // storage, except that the wide-tile kernel takes over where the head dim has one: D = 64
 // (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys without
-// a mask, contiguous D = 256 for all four (tile_config.h use_wide_tiles, the rule plan_sm90
+// a mask, contiguous D = 256 (80 keys) for all four, with a kernel of its own for the keys
+// without a mask and one for those with it (tile_config.h use_wide_tiles, the rule plan_sm90
 // follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
 // launch runs the kernel of the tile its plan chose.
@@ -47,8 +48,8 @@ void launch_plan_tile(const core::AttentionParams& a) {
 
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
 // narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
-// without masks where kWideFoldsMask (*_wide.cu at D = 64 and 128) and with them where
-// kWideMasked (*_wide_masked.cu at D = 64, *_wide.cu at D = 256). Only these are
+// without masks where kWideFoldsMask (*_wide.cu) and with them where kWideMasked
+// (*_wide_masked.cu at D = 64 and 256). Only these are
 // referenced, so a kernels/*.cu file missing for the rule fails the link.
 template <DType T, int D, bool P>
 constexpr Compiled row() {

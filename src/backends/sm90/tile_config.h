@@ -127,11 +127,12 @@ template <>
 constexpr bool kWideMasked<64> = true;
 
 // Head dims whose problems without a mask get a wide kernel of their own, with the mask
-// folded away (kernel_traits.h kKVLenMaskOnly); elsewhere (D = 256) the masked wide kernel
-// serves them too. D = 64 (eighth session, ncu, bf16): with the mask compiled in, 16k
-// 5.20 -> 5.32 ms, 2k page 16 846 -> 859 us, 512 257 -> 267 us.
+// folded away (kernel_traits.h kKVLenMaskOnly): all three. D = 64 (eighth session, ncu,
+// bf16): with the mask compiled in, 16k 5.20 -> 5.32 ms, 2k page 16 846 -> 859 us, 512
+// 257 -> 267 us. D = 256 (ptxas, bf16): spills 40 / 52 -> 20 / 24 bytes, the main loop
+// 3666 -> 3419 instructions with 18 -> 8 local accesses.
 template <int kHeadDim>
-constexpr bool kWideFoldsMask = kHeadDim != 256;
+constexpr bool kWideFoldsMask = true;
 
 // Masked problems take a kWideMasked tile only when the typical request has at least this
 // many query rows (typical_request_rows below): the taller tile's diagonal waste and
