@@ -25,8 +25,11 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: plan built for tiles of " + std::to_string(st.block_m) + " x " +
                                           std::to_string(st.block_n) + " (query rows x keys), the kernel's are " +
                                           std::to_string(shape.block_m) + " x " + std::to_string(shape.block_n));
-  if (shape.kv_len_mask_only && core::needs_mask(a.causal, a.window_left))
+  // a.window_left is normalised by the plan: a window that hides nothing is -1 here.
+  if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left))
     throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
+  if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0))
+    throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   p.num_qo_heads = a.num_qo_heads;
   p.group_size = a.num_qo_heads / a.num_kv_heads;
   p.items = st.items;

@@ -3,6 +3,7 @@
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/tile_config.h"
 #include "core/params.h"
 
 namespace flashband::sm90 {
@@ -11,7 +12,7 @@ struct LaunchShape {
   int block_m = 0;
   int block_n = 0;
   bool paged = false;
-  bool kv_len_mask_only = false;  // the kernel ignores causal / window (unmasked wide kernels)
+  MaskKind mask = MaskKind::kAny;  // what the kernel masks; it refuses problems it cannot
 };
 
 // The plan state behind params.work; throws Error(kInternal) when plan_sm90 did not run.

@@ -24,9 +24,10 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
-// kMasked_: the kernel computes causal / window masks; without them (wide tiles only) it
-// serves problems without a mask, whose only partial tile is at kv_len's end.
-template <class Element_, int kHeadDim_, bool kWide_ = false, bool kMasked_ = true>
+// kMask_: the masks the kernel computes (tile_config.h MaskKind). Without causal / window
+// masks (kKVLen, wide tiles only) it serves problems whose only partial tile is at kv_len's
+// end.
+template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
 struct KernelTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -45,9 +46,10 @@ struct KernelTraits {
   // without a causal / window mask (registry key needs_mask = false, which make_kernel_params
   // enforces): the mask state folds away at compile time, which D = 128's 176-key S tile's
   // registers need, and which measured 2-4% faster at D = 64 (eighth session).
-  static constexpr bool kKVLenMaskOnly = !kMasked_;
-  static_assert(kMasked_ || kWide_, "only a wide tile has a kernel without masks");
-  static_assert(kMasked_ || kWideFoldsMask<kHeadDim>, "this head dim's wide kernel keeps the mask");
+  static constexpr MaskKind kMask = kMask_;
+  static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
+  static_assert(!kKVLenMaskOnly || kWide_, "only a wide tile has a kernel without masks");
+  static_assert(!kKVLenMaskOnly || kWideFoldsMask<kHeadDim>, "this head dim's wide kernel keeps the mask");
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 

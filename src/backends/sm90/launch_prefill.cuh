@@ -1,4 +1,4 @@
-// launch_prefill<DType, D, kPaged, kWide, kMasked>: the registry's launch function for one compiled
+// launch_prefill<DType, D, kPaged, kWide, kMask>: the registry's launch function for one compiled
 // kernel. No allocation and no host synchronisation: tensor maps are encoded on the host
 // (a pure function of pointers and strides), the grid is one CTA per multiprocessor at most.
 // Each kernels/*.cu file instantiates one of these.
@@ -18,14 +18,16 @@ namespace flashband::sm90 {
 template <DType kDType>
 using ElementOf = std::conditional_t<kDType == DType::kF16, cute::half_t, cute::bfloat16_t>;
 
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide, bool kMasked>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
   static_assert(!(kWide && kPaged) || kWidePaged<kHeadDim>,
                 "this head dim's wide tile is for contiguous K/V only (tile_config.h)");
-  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMasked>;
+  static_assert(kMask != MaskKind::kCausal || kCausalKernel<kHeadDim, kPaged, kWide>,
+                "this tile has no causal-only kernel (tile_config.h kCausalKernel)");
+  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask>;
   const PlanState& st = plan_state(a);
-  const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, Traits::kKVLenMaskOnly});
+  const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask});
   if (p.num_units == 0) return;
 
   constexpr int kSmem = shared_storage_bytes<Traits>();
@@ -42,16 +44,24 @@ void launch_prefill(const core::AttentionParams& a) {
 }  // namespace flashband::sm90
 
 // One explicit instantiation per kernels/*.cu file.
-#define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED)                                            \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, false, true>( \
+#define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED)                                       \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, false, \
+                                                flashband::sm90::MaskKind::kAny>(              \
+      const flashband::core::AttentionParams&);
+// The narrow contiguous tile compiled for causal problems without a window (kCausalKernel).
+#define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM)                                     \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, false, false, \
+                                                flashband::sm90::MaskKind::kCausal>(         \
       const flashband::core::AttentionParams&);
 // The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /
 // window mask (where kWideMasked), and without it (where kWideFoldsMask). Where its wgmma N
 // is not a default shape (176, 80), its file defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 // before any include.
-#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED)                                                  \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, true>( \
+#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED)                                  \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, \
+                                                flashband::sm90::MaskKind::kAny>(             \
       const flashband::core::AttentionParams&);
-#define FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(DTYPE, HEAD_DIM, PAGED)                                          \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, false>( \
+#define FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(DTYPE, HEAD_DIM, PAGED)                         \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, true, \
+                                                flashband::sm90::MaskKind::kKVLen>(           \
       const flashband::core::AttentionParams&);

@@ -7,7 +7,9 @@
 // without a mask and one for those with it (tile_config.h use_wide_tiles, the rule plan_sm90
 // follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
-// launch runs the kernel of the tile its plan chose.
+// launch runs the kernel of the tile its plan chose. On the narrow contiguous tiles of D = 64
+// and 128 a masked key's launch runs a causal-only kernel for causal problems without a
+// window (tile_config.h kCausalKernel), the runtime-mask one otherwise.
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -26,42 +28,53 @@ struct Compiled {
   LaunchFn launch;              // the narrow tile; nullptr where the wide one serves every key
   LaunchFn launch_wide;         // the wide tile without masks; nullptr where it has none
   LaunchFn launch_wide_masked;  // the wide tile with masks; nullptr where it has none
-  LaunchFn launch_plan;         // launch_plan_tile where a masked key's tile depends on the shape
+  LaunchFn launch_masked;       // launch_masked where a masked key's kernel depends on the problem
 };
 
 constexpr core::KVStorage kContiguous = core::KVStorage::kContiguous;
 constexpr core::KVStorage kPaged = core::KVStorage::kPaged;
 
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, bool kMasked = true>
-constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide, kMasked>;
+using sm90::MaskKind;
 
-// The launch of a masked key whose tile the plan picks by shape: the plan recorded its tile.
-template <DType kDType, int kHeadDim, bool kPaged>
-void launch_plan_tile(const core::AttentionParams& a) {
-  constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
-  const sm90::PlanState& st = sm90::plan_state(a);
-  if (st.block_m == wide.block_m && st.block_n == wide.block_n)
-    sm90::launch_prefill<kDType, kHeadDim, kPaged, true, true>(a);
-  else
-    sm90::launch_prefill<kDType, kHeadDim, kPaged, false, true>(a);  // refuses any other tile
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny>
+constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide, kMask>;
+
+// The launch of a masked key whose kernel depends on the problem: the tile the plan recorded
+// (where the head dim has a masked wide tile) and, on the narrow tile, whether the problem
+// is causal without a window (params.window_left is normalised by the plan).
+template <DType kDType, int kHeadDim, bool kPaged, bool kWideMasked, bool kCausal>
+void launch_masked(const core::AttentionParams& a) {
+  if constexpr (kWideMasked) {
+    constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
+    const sm90::PlanState& st = sm90::plan_state(a);
+    if (st.block_m == wide.block_m && st.block_n == wide.block_n)
+      return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kAny>(a);
+  }
+  if constexpr (kCausal) {
+    if (a.causal && a.window_left < 0) return sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kCausal>(a);
+  }
+  sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kAny>(a);  // refuses any other tile
 }
 
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
 // narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
 // without masks where kWideFoldsMask (*_wide.cu) and with them where kWideMasked
-// (*_wide_masked.cu at D = 64 and 256). Only these are
-// referenced, so a kernels/*.cu file missing for the rule fails the link.
+// (*_wide_masked.cu at D = 64 and 256), and the causal-only narrow one where kCausalKernel
+// (*_causal.cu). Only these are referenced, so a kernels/*.cu file missing for the rule
+// fails the link.
 template <DType T, int D, bool P>
 constexpr Compiled row() {
   constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
   constexpr bool kWide = kWideTile && sm90::kWideFoldsMask<D>;
   constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
   constexpr bool kNarrow = !(sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::use_wide_tiles_of<D>(true, P, 0));
+  constexpr bool kCausal = kNarrow && sm90::kCausalKernel<D, P, false>;
   Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
-  if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, false>;
-  if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true, true>;
-  if constexpr (kNarrow && kWideMasked) c.launch_plan = launch_plan_tile<T, D, P>;
+  if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
+  if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true>;
+  if constexpr (kNarrow && (kWideMasked || kCausal))
+    c.launch_masked = launch_masked<T, D, P, kNarrow && kWideMasked, kCausal>;
   return c;
 }
 
@@ -91,9 +104,11 @@ void register_sm90_kernels(Registry& r) {
         // (make_kernel_params checks both tile sides).
         LaunchFn fn = c.launch;
         if (sm90::wide_tiles_by_shape(c.head_dim, needs_mask, paged))
-          fn = c.launch_plan;
+          fn = c.launch_masked;
         else if (sm90::use_wide_tiles(c.head_dim, needs_mask, paged, 0))
           fn = needs_mask || c.launch_wide == nullptr ? c.launch_wide_masked : c.launch_wide;
+        else if (needs_mask && c.launch_masked != nullptr)
+          fn = c.launch_masked;  // the causal-only kernel where the problem allows it
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);
       }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/sm90/tile_config.h"
 #include "backends/sm90/work_list.h"
 #include "core/params.h"
 #include "flashband/tensor.h"
@@ -39,8 +40,9 @@ struct PlanState {
 };
 
 // Registry launch functions, one per compiled kernel (dtype x head dim x storage x tile
-// variant x mask, tile_config.h); each is explicitly instantiated in one kernels/*.cu file.
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, bool kMasked = true>
+// variant x mask kind, tile_config.h); each is explicitly instantiated in one kernels/*.cu
+// file.
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny>
 void launch_prefill(const core::AttentionParams& params);
 
 }  // namespace flashband::sm90

@@ -134,6 +134,20 @@ constexpr bool kWideMasked<64> = true;
 template <int kHeadDim>
 constexpr bool kWideFoldsMask = true;
 
+// The masks a kernel computes. kKVLen: only kv_len's end (problems without a causal /
+// window mask, registry key needs_mask = false); kCausal: bottom-right causal without a
+// window, the window arithmetic folded away; kAny: causal and / or window, read at run time.
+// make_kernel_params refuses a problem a kernel's kind cannot mask.
+enum class MaskKind { kKVLen, kCausal, kAny };
+
+// Tiles with a causal-only kernel next to the kAny one, picked at launch for causal problems
+// without a window (register.cpp launch_masked): the narrow contiguous tiles of D = 64 and
+// 128. Measured as a bound (fifteenth-session branch, ncu, bf16, the mask fixed to causal):
+// D = 128 512 causal 146.7 -> 140.8 us, 2k 339.7 -> 331.6 us, 16k 2.00 -> 2.02 ms; D = 64 2k
+// 512.1 -> 495.3 us; D = 256's 80-key tile 303.4 -> 303.3 us, so it has none.
+template <int kHeadDim, bool kPaged, bool kWide>
+constexpr bool kCausalKernel = !kPaged && !kWide && kHeadDim != 256;
+
 // Masked problems take a kWideMasked tile only when the typical request has at least this
 // many query rows (typical_request_rows below): the taller tile's diagonal waste and
 // its fewer units cost short requests more than its softmax overlap gains.
