@@ -114,6 +114,13 @@ std::vector<Named> edge_cases() {
     c.page_size = 64;
     v.push_back({"long_masked", c});
   }
+  // sm90 runs causal problems without a window on a causal-only kernel up to 2048 query
+  // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
+  // above that: requests just past the limit, at D = 64 (below the 192-row tile's 6144) and
+  // D = 128, and a window as wide as the keys (normalised away: the causal-only kernel).
+  v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
+  v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 2, 2, 64, f16, true)});
+  v.push_back({"long_causal", make(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
   // 64-key halves of 128-key tiles as sm90's 64-row slabs (one consumer warpgroup each) see
   // them; per tile, slab 0 / slab 1 (W whole, L / R left / right half, N none): the
   // diagonal with slab 0's first tile N (t1: N / L); a window's left edge (t3: W / R; and
@@ -289,6 +296,36 @@ sm90::TileShape sm90_tile(const Case& c) {
   return sm90::tile_shape(c.head_dim, sm90::use_wide_tiles(c.head_dim, masked, c.entry == EntryPoint::kPaged, rows));
 }
 
+// Whether sm90's plan runs a case on the causal-only kernel (plan.cpp: use_causal_kernel on
+// the case's shape, as sm90_tile does for the tile).
+bool sm90_causal_kernel(const Case& c) {
+  std::vector<int32_t> qo_indptr = {0};
+  for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
+  const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
+  const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+  const int window = core::normalize_window(c.window_left, max_kv);
+  const bool paged = c.entry == EntryPoint::kPaged;
+  const bool wide = sm90::use_wide_tiles(c.head_dim, core::needs_mask(c.causal, window), paged, rows);
+  return sm90::use_causal_kernel(c.head_dim, paged, wide, c.causal, window, rows);
+}
+
+// Causal problems without a window at D = 64 and 128 meet both of sm90's narrow contiguous
+// kernels: the causal-only one (short requests) and the runtime-mask one (long_causal).
+TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
+  for (int d : {64, 128}) {
+    int causal_only = 0, runtime_mask = 0;
+    for (const Named& n : edge_cases()) {
+      const Case& c = n.c;
+      if (c.head_dim != d || c.entry == EntryPoint::kDecode || c.entry == EntryPoint::kPaged || !c.causal) continue;
+      const int max_kv = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+      if (core::normalize_window(c.window_left, max_kv) >= 0 || sm90_tile(c).block_m != 128) continue;
+      ++(sm90_causal_kernel(c) ? causal_only : runtime_mask);
+    }
+    EXPECT_GE(causal_only, 5) << "D = " << d;
+    EXPECT_GE(runtime_mask, 1) << "D = " << d;
+  }
+}
+
 // The long_masked cases run sm90's masked D = 64 kernels on the 192-row tile; the other
 // masked D = 64 prefill cases on the 128-row one, so both tiles meet every mask.
 TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
@@ -358,6 +395,7 @@ TEST_P(GpuEdge, MatchesOracle) {
     const sm90::TileShape t = sm90_tile(n.c);
     const std::string tile = "/tile" + std::to_string(t.block_m) + "x" + std::to_string(t.block_n);
     EXPECT_NE(r.info.variant.find(tile), std::string::npos) << r.info.variant << " ran, expected " << tile;
+    EXPECT_EQ(r.info.variant.find("/causal") != std::string::npos, sm90_causal_kernel(n.c)) << r.info.variant;
   }
 }
 

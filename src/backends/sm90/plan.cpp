@@ -65,8 +65,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   // The same rule register.cpp used to pick the kernel this plan will launch (for keys where
   // it depends on the shape, the launch follows block_m / block_n below).
   const int64_t request_rows = sm90::typical_request_rows(plan.qo_indptr.data(), plan.batch);
-  const sm90::TileShape tile = sm90::tile_shape(
-      a.head_dim, sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged, request_rows));
+  const bool wide = sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged, request_rows);
+  const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
                                              " (supports 64, 128, 256)");
@@ -78,7 +78,9 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
+  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, wide, a.causal, a.window_left, request_rows);
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
+  if (state->causal_kernel) plan.variant += "/causal";
 
   sm90::WorkListInput in;
   in.batch = B;

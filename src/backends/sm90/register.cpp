@@ -8,8 +8,9 @@
 // follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow contiguous tiles of D = 64
-// and 128 a masked key's launch runs a causal-only kernel for causal problems without a
-// window (tile_config.h kCausalKernel), the runtime-mask one otherwise.
+// and 128 a masked key's launch runs a causal-only kernel where the plan chose it (causal
+// problems without a window and with short requests: tile_config.h use_causal_kernel), the
+// runtime-mask one otherwise.
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -39,19 +40,19 @@ using sm90::MaskKind;
 template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny>
 constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide, kMask>;
 
-// The launch of a masked key whose kernel depends on the problem: the tile the plan recorded
-// (where the head dim has a masked wide tile) and, on the narrow tile, whether the problem
-// is causal without a window (params.window_left is normalised by the plan).
+// The launch of a masked key whose kernel the plan picks by the problem: the tile it
+// recorded (where the head dim has a masked wide tile) and, on the narrow tile, whether the
+// causal-only kernel runs (make_kernel_params refuses a problem either kernel cannot serve).
 template <DType kDType, int kHeadDim, bool kPaged, bool kWideMasked, bool kCausal>
 void launch_masked(const core::AttentionParams& a) {
+  const sm90::PlanState& st = sm90::plan_state(a);
   if constexpr (kWideMasked) {
     constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
-    const sm90::PlanState& st = sm90::plan_state(a);
     if (st.block_m == wide.block_m && st.block_n == wide.block_n)
       return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kAny>(a);
   }
   if constexpr (kCausal) {
-    if (a.causal && a.window_left < 0) return sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kCausal>(a);
+    if (st.causal_kernel) return sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kCausal>(a);
   }
   sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kAny>(a);  // refuses any other tile
 }
@@ -108,7 +109,7 @@ void register_sm90_kernels(Registry& r) {
         else if (sm90::use_wide_tiles(c.head_dim, needs_mask, paged, 0))
           fn = needs_mask || c.launch_wide == nullptr ? c.launch_wide_masked : c.launch_wide;
         else if (needs_mask && c.launch_masked != nullptr)
-          fn = c.launch_masked;  // the causal-only kernel where the problem allows it
+          fn = c.launch_masked;  // the causal-only kernel where the plan picked it
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);
       }

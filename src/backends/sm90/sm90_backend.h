@@ -34,6 +34,7 @@ struct PlanState {
   int num_splits = 1;
   int block_m = 0;                  // query tile rows the work list was built for (tile_config.h)
   int block_n = 0;                  // KV tile width the work list was built for
+  bool causal_kernel = false;       // the causal-only kernel runs (tile_config.h use_causal_kernel)
   float* partial_o = nullptr;       // split-KV states in the workspace
   float* partial_lse = nullptr;
   std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)
