@@ -5,6 +5,8 @@
 # tree, rebuilt incrementally, probed, and reverted; the baseline is the tree as it is.
 #   scripts/ab_ncu.sh "--seq 512" "--page 16" -- variants/a.patch variants/b.patch
 # Prints one row per probe: the baseline's duration, then each variant's.
+# A variant written env:NAME=VALUE is no patch but an environment setting for its probes (a
+# runtime knob such as FLASHBAND_SM90_CAUSAL_MAX_ROWS=0): no rebuild, and never kept.
 # With --keep first, the variants that win are then applied together (best first, skipping
 # one that no longer applies), everything is rebuilt, and `device_check.sh gpu sanitize` runs
 # on the result (FB_GPU_GROUPS / FB_SANITIZE_SKIP pass through), all in one device call.
@@ -63,6 +65,13 @@ applies() {  # $1: patch; whether it applies to the tree as it is now
 
 measure base
 for p in "${patches[@]}"; do
+  if [[ "$p" == env:* ]]; then  # $p has no '/', so basename below gives it back unchanged
+    setting=${p#env:}
+    export "$setting"
+    measure "$p"
+    unset "${setting%%=*}"
+    continue
+  fi
   name=$(basename "$p" .patch)
   if ! apply "$p"; then
     echo "$name: patch does not apply"; continue
@@ -89,6 +98,7 @@ done
 [ "$keep" = 1 ] || exit 0
 # Each variant's score: "gmean worst name", winners first.
 scores=$(for p in "${patches[@]}"; do
+  [[ "$p" == env:* ]] && continue
   name=$(basename "$p" .patch)
   for args in "${probes[@]}"; do echo "${us["base|$args"]:-} ${us["$name|$args"]:-}"; done |
     awk -v n="$name" -v p="$p" '$1 > 0 && $2 > 0 {s += log($2 / $1); if ($2 / $1 > w) w = $2 / $1; k++}

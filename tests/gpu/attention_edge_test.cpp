@@ -121,6 +121,14 @@ std::vector<Named> edge_cases() {
   v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
   v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 2, 2, 64, f16, true)});
   v.push_back({"long_causal", make(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
+  {
+    Case c = make(E::kPaged, {2100, 30}, {2200, 30}, 2, 1, 128, f16, true);
+    c.page_size = 16;
+    v.push_back({"long_causal", c});
+    c = make(E::kPaged, {3000}, {3000}, 2, 2, 64, bf16, true);
+    c.page_size = 64;
+    v.push_back({"long_causal", c});
+  }
   // 64-key halves of 128-key tiles as sm90's 64-row slabs (one consumer warpgroup each) see
   // them; per tile, slab 0 / slab 1 (W whole, L / R left / right half, N none): the
   // diagonal with slab 0's first tile N (t1: N / L); a window's left edge (t3: W / R; and
@@ -297,8 +305,8 @@ sm90::TileShape sm90_tile(const Case& c) {
 }
 
 // Whether sm90's plan runs a case on the causal-only kernel (plan.cpp: use_causal_kernel on
-// the case's shape, as sm90_tile does for the tile).
-bool sm90_causal_kernel(const Case& c) {
+// the case's shape, as sm90_tile does for the tile), by the plan's row limit or another.
+bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
   std::vector<int32_t> qo_indptr = {0};
   for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
   const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
@@ -306,23 +314,27 @@ bool sm90_causal_kernel(const Case& c) {
   const int window = core::normalize_window(c.window_left, max_kv);
   const bool paged = c.entry == EntryPoint::kPaged;
   const bool wide = sm90::use_wide_tiles(c.head_dim, core::needs_mask(c.causal, window), paged, rows);
-  return sm90::use_causal_kernel(c.head_dim, paged, wide, c.causal, window, rows);
+  return sm90::use_causal_kernel(c.head_dim, paged, wide, c.causal, window, rows, max_rows);
 }
 
-// Causal problems without a window at D = 64 and 128 meet both of sm90's narrow contiguous
-// kernels: the causal-only one (short requests) and the runtime-mask one (long_causal).
+// Causal problems without a window at D = 64 and 128 meet both of sm90's narrow kernels,
+// contiguous and paged: the causal-only one (short requests) and the runtime-mask one
+// (long_causal), by the default row limit.
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   for (int d : {64, 128}) {
-    int causal_only = 0, runtime_mask = 0;
-    for (const Named& n : edge_cases()) {
-      const Case& c = n.c;
-      if (c.head_dim != d || c.entry == EntryPoint::kDecode || c.entry == EntryPoint::kPaged || !c.causal) continue;
-      const int max_kv = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
-      if (core::normalize_window(c.window_left, max_kv) >= 0 || sm90_tile(c).block_m != 128) continue;
-      ++(sm90_causal_kernel(c) ? causal_only : runtime_mask);
+    for (bool paged : {false, true}) {
+      int causal_only = 0, runtime_mask = 0;
+      for (const Named& n : edge_cases()) {
+        const Case& c = n.c;
+        if (c.head_dim != d || c.entry == EntryPoint::kDecode || (c.entry == EntryPoint::kPaged) != paged || !c.causal)
+          continue;
+        const int max_kv = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+        if (core::normalize_window(c.window_left, max_kv) >= 0 || sm90_tile(c).block_m != 128) continue;
+        ++(sm90_causal_kernel(c, sm90::kCausalKernelMaxRows) ? causal_only : runtime_mask);
+      }
+      EXPECT_GE(causal_only, 2) << "D = " << d << (paged ? ", paged" : "");
+      EXPECT_GE(runtime_mask, 1) << "D = " << d << (paged ? ", paged" : "");
     }
-    EXPECT_GE(causal_only, 5) << "D = " << d;
-    EXPECT_GE(runtime_mask, 1) << "D = " << d;
   }
 }
 

@@ -48,9 +48,9 @@ void launch_prefill(const core::AttentionParams& a) {
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, false, \
                                                 flashband::sm90::MaskKind::kAny>(              \
       const flashband::core::AttentionParams&);
-// The narrow contiguous tile compiled for causal problems without a window (kCausalKernel).
-#define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM)                                     \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, false, false, \
+// The narrow tile compiled for causal problems without a window (kCausalKernel).
+#define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM, PAGED)                               \
+  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, false, \
                                                 flashband::sm90::MaskKind::kCausal>(         \
       const flashband::core::AttentionParams&);
 // The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /

@@ -7,6 +7,8 @@
 // Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len |
 // work items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -55,6 +57,21 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   return indices + work + partial_bytes(row_splits, head_dim);
 }
 
+int64_t causal_kernel_max_rows() {
+  static const int64_t max_rows = [] {
+    const char* env = std::getenv("FLASHBAND_SM90_CAUSAL_MAX_ROWS");
+    if (env == nullptr) return kCausalKernelMaxRows;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || v < 0 || errno == ERANGE)
+      throw Error(ErrorCode::kInvalidArgument, std::string("FLASHBAND_SM90_CAUSAL_MAX_ROWS: got '") + env +
+                                                   "', allowed: a non-negative integer (query rows)");
+    return static_cast<int64_t>(v);
+  }();
+  return max_rows;
+}
+
 }  // namespace sm90
 
 namespace detail {
@@ -78,7 +95,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
-  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, wide, a.causal, a.window_left, request_rows);
+  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, wide, a.causal, a.window_left, request_rows,
+                                                 sm90::causal_kernel_max_rows());
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
   if (state->causal_kernel) plan.variant += "/causal";
 

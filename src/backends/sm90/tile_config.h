@@ -141,26 +141,33 @@ constexpr bool kWideFoldsMask = true;
 enum class MaskKind { kKVLen, kCausal, kAny };
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
-// contiguous tiles of D = 64 and 128. The plan picks it (use_causal_kernel below) for causal
-// problems without a window whose typical request has at most kCausalKernelMaxRows query
-// rows; the launch follows the plan (register.cpp launch_masked). Measured (sixteenth
+// tiles of D = 64 and 128, contiguous and paged. The plan picks it (use_causal_kernel below)
+// for causal problems without a window whose typical request has at most
+// causal_kernel_max_rows() query rows; the launch follows the plan (register.cpp
+// launch_masked). Measured on contiguous K/V (sixteenth
 // session, ncu, bf16, B x S = 16k; first with the mask of every masked kernel fixed to
 // causal, then with these kernels): D = 128 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us,
 // 2k 339.7 -> 331.6 and 340.5 -> 338.4 us, but 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02
 // and 2.03 -> 2.08 ms; D = 64 512 227.0 -> 216.7 us, 2k 512.1 -> 495.3 and 516.6 -> 503.3
 // us (its requests from 6144 rows take the wide tile); D = 256's 80-key tile 303.4 ->
 // 303.3 us at 2k, so it has none.
-FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
-  return !paged && !wide && (head_dim == 64 || head_dim == 128);
+FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool wide) {
+  return !wide && (head_dim == 64 || head_dim == 128);
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
 constexpr int64_t kCausalKernelMaxRows = 2048;
+
+// kCausalKernelMaxRows, or FLASHBAND_SM90_CAUSAL_MAX_ROWS where set (0: never): a knob for
+// measuring the two kernels against each other on one build; results do not depend on it.
+// Read once; a value that is not a non-negative integer fails the plan by name.
+int64_t causal_kernel_max_rows();
+
 // window_left normalised (a window that hides nothing is -1); request_rows as for
-// use_wide_tiles.
+// use_wide_tiles; max_rows: causal_kernel_max_rows().
 FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool wide, bool causal, int window_left,
-                                       int64_t request_rows) {
-  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && request_rows <= kCausalKernelMaxRows;
+                                       int64_t request_rows, int64_t max_rows) {
+  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && request_rows <= max_rows;
 }
 
 // Masked problems take a kWideMasked tile only when the typical request has at least this
