@@ -7,10 +7,10 @@
 // without a mask and one for those with it (tile_config.h use_wide_tiles, the rule plan_sm90
 // follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
-// launch runs the kernel of the tile its plan chose. On the narrow contiguous tiles of D = 64
-// and 128 a masked key's launch runs a causal-only kernel where the plan chose it (causal
-// problems without a window and with short requests: tile_config.h use_causal_kernel), the
-// runtime-mask one otherwise.
+// launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
+// (contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
+// chose it (causal problems without a window and with short requests: tile_config.h
+// use_causal_kernel), the runtime-mask one otherwise.
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"

@@ -144,13 +144,14 @@ enum class MaskKind { kKVLen, kCausal, kAny };
 // tiles of D = 64 and 128, contiguous and paged. The plan picks it (use_causal_kernel below)
 // for causal problems without a window whose typical request has at most
 // causal_kernel_max_rows() query rows; the launch follows the plan (register.cpp
-// launch_masked). Measured on contiguous K/V (sixteenth
-// session, ncu, bf16, B x S = 16k; first with the mask of every masked kernel fixed to
-// causal, then with these kernels): D = 128 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us,
-// 2k 339.7 -> 331.6 and 340.5 -> 338.4 us, but 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02
-// and 2.03 -> 2.08 ms; D = 64 512 227.0 -> 216.7 us, 2k 512.1 -> 495.3 and 516.6 -> 503.3
-// us (its requests from 6144 rows take the wide tile); D = 256's 80-key tile 303.4 ->
-// 303.3 us at 2k, so it has none.
+// launch_masked). Measured (sixteenth session, ncu, bf16, B x S = 16k; contiguous first
+// with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
+// 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us, 2k 339.7 -> 331.6 and 340.5 -> 338.4 us,
+// but 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02 and 2.03 -> 2.08 ms; D = 64 512 227.0 ->
+// 216.7 us, 2k 512.1 -> 495.3 and 516.6 -> 503.3 us (its requests from 6144 rows take the
+// wide tile); D = 256's 80-key tile 303.4 -> 303.3 us at 2k, so it has none. Paged, D =
+// 128 2k causal: pages of 16 386.4 -> 382.4 us, 1 387.3 -> 385.0, 128 364.2 -> 351.5; 512
+// page 16 164.6 -> 159.6; D = 64 2k page 16 560.2 -> 556.9.
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool wide) {
   return !wide && (head_dim == 64 || head_dim == 128);
 }
