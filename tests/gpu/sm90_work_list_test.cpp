@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "backends/sm90/tile_config.h"
 #include "backends/sm90/work_list.h"
 #include "core/mask.h"
+#include "flashband/error.h"
 
 namespace flashband::sm90 {
 namespace {
@@ -248,6 +250,42 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_EQ(tile_shape(64, true).block_m, 192);
   EXPECT_EQ(tile_shape(64, true).block_n, 128);
   EXPECT_EQ(tile_shape(64, false).block_m, 128);
+}
+
+// The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, causal without a
+// window, up to the row limit; every other problem keeps the runtime-mask kernel.
+TEST(Sm90WorkList, CausalKernelOnlyForShortCausalProblemsWithoutAWindow) {
+  constexpr int64_t kMax = kCausalKernelMaxRows;
+  for (int D : {64, 128})
+    for (bool paged : {false, true}) {
+      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, 1, kMax)) << D;
+      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, kMax, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, kMax + 1, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, 0, 1, kMax)) << D;       // a window
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, -1, 1, kMax)) << D;     // not causal
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, 100, 1, kMax)) << D;    // a window alone
+      EXPECT_FALSE(use_causal_kernel(D, paged, true, true, -1, 1, kMax)) << D;       // the wide tile
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, 1, 0)) << D;         // turned off
+    }
+  for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, 1, kMax));
+  EXPECT_EQ(kMax, 2048);  // every measured shape up to 2048 rows gained, 4k and 16k lost
+}
+
+// FLASHBAND_SM90_CAUSAL_MAX_ROWS: unset gives the default; anything but a non-negative
+// integer fails by name rather than being ignored.
+TEST(Sm90WorkList, CausalKernelRowLimitSetting) {
+  EXPECT_EQ(parse_causal_kernel_max_rows(nullptr), kCausalKernelMaxRows);
+  EXPECT_EQ(parse_causal_kernel_max_rows("0"), 0);
+  EXPECT_EQ(parse_causal_kernel_max_rows("4096"), 4096);
+  for (const char* bad : {"", "-1", "12x", "abc", "99999999999999999999999"}) {
+    try {
+      (void)parse_causal_kernel_max_rows(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find("FLASHBAND_SM90_CAUSAL_MAX_ROWS"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Sm90WorkList, TypicalRequestRowsWeighsRowsByTheirRequest) {

@@ -57,18 +57,19 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   return indices + work + partial_bytes(row_splits, head_dim);
 }
 
+int64_t parse_causal_kernel_max_rows(const char* env) {
+  if (env == nullptr) return kCausalKernelMaxRows;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (end == env || *end != '\0' || v < 0 || errno == ERANGE)
+    throw Error(ErrorCode::kInvalidArgument, std::string("FLASHBAND_SM90_CAUSAL_MAX_ROWS: got '") + env +
+                                                 "', allowed: a non-negative integer (query rows)");
+  return static_cast<int64_t>(v);
+}
+
 int64_t causal_kernel_max_rows() {
-  static const int64_t max_rows = [] {
-    const char* env = std::getenv("FLASHBAND_SM90_CAUSAL_MAX_ROWS");
-    if (env == nullptr) return kCausalKernelMaxRows;
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(env, &end, 10);
-    if (end == env || *end != '\0' || v < 0 || errno == ERANGE)
-      throw Error(ErrorCode::kInvalidArgument, std::string("FLASHBAND_SM90_CAUSAL_MAX_ROWS: got '") + env +
-                                                   "', allowed: a non-negative integer (query rows)");
-    return static_cast<int64_t>(v);
-  }();
+  static const int64_t max_rows = parse_causal_kernel_max_rows(std::getenv("FLASHBAND_SM90_CAUSAL_MAX_ROWS"));
   return max_rows;
 }
 

@@ -163,6 +163,8 @@ constexpr int64_t kCausalKernelMaxRows = 2048;
 // measuring the two kernels against each other on one build; results do not depend on it.
 // Read once; a value that is not a non-negative integer fails the plan by name.
 int64_t causal_kernel_max_rows();
+// The parse behind it: the setting's text (nullptr: unset) -> the limit.
+int64_t parse_causal_kernel_max_rows(const char* env);
 
 // window_left normalised (a window that hides nothing is -1); request_rows as for
 // use_wide_tiles; max_rows: causal_kernel_max_rows().
