@@ -293,28 +293,34 @@ std::vector<Named> edge_cases() {
   return v;
 }
 
-// The tile sm90's planner takes for a case (plan.cpp: use_wide_tiles on the case's shape,
-// with the window normalised against the longest KV as plan() does).
-sm90::TileShape sm90_tile(const Case& c) {
+// What sm90's plan decides a case's kernel by (plan.cpp): the typical request's rows, the
+// window normalised against the longest KV as plan() does, the storage and the tile.
+struct Sm90Facts {
+  int64_t rows;
+  int window;
+  bool paged;
+  bool wide;
+};
+Sm90Facts sm90_facts(const Case& c) {
   std::vector<int32_t> qo_indptr = {0};
   for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
-  const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
+  Sm90Facts f;
+  f.rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
   const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
-  const bool masked = core::needs_mask(c.causal, core::normalize_window(c.window_left, max_kv));
-  return sm90::tile_shape(c.head_dim, sm90::use_wide_tiles(c.head_dim, masked, c.entry == EntryPoint::kPaged, rows));
+  f.window = core::normalize_window(c.window_left, max_kv);
+  f.paged = c.entry == EntryPoint::kPaged;
+  f.wide = sm90::use_wide_tiles(c.head_dim, core::needs_mask(c.causal, f.window), f.paged, f.rows);
+  return f;
 }
 
-// Whether sm90's plan runs a case on the causal-only kernel (plan.cpp: use_causal_kernel on
-// the case's shape, as sm90_tile does for the tile), by the plan's row limit or another.
+// The tile sm90's planner takes for a case.
+sm90::TileShape sm90_tile(const Case& c) { return sm90::tile_shape(c.head_dim, sm90_facts(c).wide); }
+
+// Whether sm90's plan runs a case on the causal-only kernel, by the plan's row limit or
+// another.
 bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
-  std::vector<int32_t> qo_indptr = {0};
-  for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
-  const int64_t rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
-  const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
-  const int window = core::normalize_window(c.window_left, max_kv);
-  const bool paged = c.entry == EntryPoint::kPaged;
-  const bool wide = sm90::use_wide_tiles(c.head_dim, core::needs_mask(c.causal, window), paged, rows);
-  return sm90::use_causal_kernel(c.head_dim, paged, wide, c.causal, window, rows, max_rows);
+  const Sm90Facts f = sm90_facts(c);
+  return sm90::use_causal_kernel(c.head_dim, f.paged, f.wide, c.causal, f.window, f.rows, max_rows);
 }
 
 // Causal problems without a window at D = 64 and 128 meet both of sm90's narrow kernels,
@@ -328,8 +334,7 @@ TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
         const Case& c = n.c;
         if (c.head_dim != d || c.entry == EntryPoint::kDecode || (c.entry == EntryPoint::kPaged) != paged || !c.causal)
           continue;
-        const int max_kv = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
-        if (core::normalize_window(c.window_left, max_kv) >= 0 || sm90_tile(c).block_m != 128) continue;
+        if (sm90_facts(c).window >= 0 || sm90_tile(c).block_m != 128) continue;
         ++(sm90_causal_kernel(c, sm90::kCausalKernelMaxRows) ? causal_only : runtime_mask);
       }
       EXPECT_GE(causal_only, 2) << "D = " << d << (paged ? ", paged" : "");

@@ -75,7 +75,7 @@ constexpr Compiled row() {
   if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
   if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true>;
   if constexpr (kNarrow && (kWideMasked || kCausal))
-    c.launch_masked = launch_masked<T, D, P, kNarrow && kWideMasked, kCausal>;
+    c.launch_masked = launch_masked<T, D, P, kWideMasked, kCausal>;
   return c;
 }
 
