@@ -206,6 +206,13 @@ std::vector<Named> edge_cases() {
     Case c = make(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
     c.page_size = 1;
     v.push_back({"split", c, true});
+    // sm90: split partial states from the unmasked narrow paged kernels (D = 128 and 256).
+    c = make(E::kPaged, {40}, {2500}, 4, 4, 128, f16, false);
+    c.page_size = 16;
+    v.push_back({"split", c, true, true});
+    c = make(E::kPaged, {40}, {2500}, 2, 1, 256, bf16, false);
+    c.page_size = 128;
+    v.push_back({"split", c, true, true});
   }
   {
     Case c = make(E::kDecode, {}, {3000, 2}, 8, 8, 64, f16, false);
@@ -241,6 +248,13 @@ std::vector<Named> edge_cases() {
       c.stacked_kv = layout == KVLayout::kNHD;
       v.push_back({"pages", c});
     }
+  // sm90 TMA pages at D = 128: pages of 64 (two page blocks x two column blocks of boxes
+  // per tile) and of 256 (two tiles per page), each with a gathered last tile.
+  for (int ps : {64, 256}) {
+    Case c = make(E::kPaged, {37, 100}, {1100, 129}, 4, 2, 128, ps == 64 ? bf16 : f16, ps == 256);
+    c.page_size = ps;
+    v.push_back({"tma_pages", c});
+  }
   // Many units per CTA: more (query tile, head) units than the H200's 132 SMs several times
   // over, so the persistent kernels carry their pipelines from unit to unit (sm90: fused unit
   // boundaries, primed units, both Q buffers, the K/V ring), through units of different
@@ -262,6 +276,11 @@ std::vector<Named> edge_cases() {
     for (int ps : {16, 128}) {
       Case c = make(E::kPaged, m.qo, m.kv, 8, 2, ps == 16 ? 128 : 64, ps == 16 ? bf16 : f16, ps == 16);
       c.page_size = ps;
+      v.push_back({"many_units", c});
+    }
+    {  // sm90: the unmasked narrow paged kernel
+      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, 128, f16, false);
+      c.page_size = 16;
       v.push_back({"many_units", c});
     }
   }
@@ -376,7 +395,7 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
     EXPECT_GE(units, 3 * 132) << n.c.name();
     ++checked;
   }
-  EXPECT_EQ(checked, 9);
+  EXPECT_EQ(checked, 10);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }

@@ -25,8 +25,8 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
 }
 
 // kMask_: the masks the kernel computes (tile_config.h MaskKind). Without causal / window
-// masks (kKVLen, wide tiles only) it serves problems whose only partial tile is at kv_len's
-// end.
+// masks (kKVLen: wide tiles, and the narrow paged ones of kNarrowFoldsMask) it serves
+// problems whose only partial tile is at kv_len's end.
 template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
 struct KernelTraits {
   using Element = Element_;
@@ -42,14 +42,13 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // An unmasked wide kernel (tile_config.h kWideFoldsMask) serves only problems
-  // without a causal / window mask (registry key needs_mask = false, which make_kernel_params
-  // enforces): the mask state folds away at compile time, which D = 128's 176-key S tile's
-  // registers need, and which measured 2-4% faster at D = 64 (eighth session).
+  // An unmasked kernel (every wide tile; narrow ones where tile_config.h kNarrowFoldsMask)
+  // serves only problems without a causal / window mask (registry key needs_mask = false,
+  // which make_kernel_params enforces): the mask state folds away at compile time, which D = 128's 176-key S tile's
+  // registers need, and which measured 2-4% faster at D = 64 (eighth session). launch_prefill
+  // checks that the tile has one.
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
-  static_assert(!kKVLenMaskOnly || kWide_, "only a wide tile has a kernel without masks");
-  static_assert(!kKVLenMaskOnly || kWideFoldsMask<kHeadDim>, "this head dim's wide kernel keeps the mask");
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 

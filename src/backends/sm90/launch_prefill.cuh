@@ -25,6 +25,8 @@ void launch_prefill(const core::AttentionParams& a) {
                 "this head dim's wide tile is for contiguous K/V only (tile_config.h)");
   static_assert(kMask != MaskKind::kCausal || kCausalKernel<kHeadDim, kPaged, kWide>,
                 "this tile has no causal-only kernel (tile_config.h kCausalKernel)");
+  static_assert(kMask != MaskKind::kKVLen || kWide || kNarrowFoldsMask<kHeadDim, kPaged>,
+                "this narrow tile has no kernel without masks (tile_config.h kNarrowFoldsMask)");
   using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask>;
   const PlanState& st = plan_state(a);
   const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask});
@@ -50,11 +52,14 @@ void launch_prefill(const core::AttentionParams& a) {
       const flashband::core::AttentionParams&);
 #define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED) \
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kAny)
+// The narrow tile compiled without masks (kNarrowFoldsMask).
+#define FLASHBAND_SM90_PREFILL_UNMASKED(DTYPE, HEAD_DIM, PAGED) \
+  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kKVLen)
 // The narrow tile compiled for causal problems without a window (kCausalKernel).
 #define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM, PAGED) \
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kCausal)
 // The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /
-// window mask (where kWideMasked), and without it (where kWideFoldsMask). Where its wgmma N
+// window mask (where kWideMasked), and without it (every wide tile). Where its wgmma N
 // is not a default shape (176, 80), its file defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 // before any include.
 #define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED) \

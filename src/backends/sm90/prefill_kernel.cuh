@@ -40,7 +40,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefill_kernel(const __gr
   if (warpgroup == 0) {
     ptx::regs_dealloc<Traits::template kProducerRegs<kPaged>>();
     if constexpr (kPaged) {
-      produce_paged<Traits>(p, s, threadIdx.x);
+      if (p.paged_tma_rows > 0)
+        produce_paged<Traits, true>(p, s, threadIdx.x);
+      else
+        produce_paged<Traits, false>(p, s, threadIdx.x);
     } else {
       if (threadIdx.x == 0) produce_tma<Traits>(p, s);
     }

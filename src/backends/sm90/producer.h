@@ -4,7 +4,9 @@
 // - produce_paged: paged K/V; all 128 threads resolve rows through the page table, then
 //   either issue one TMA box per page (full tiles, power-of-two pages >= kMinTmaPageSize)
 //   or gather rows with 16-byte cp.async (any page size, zero-filling rows at and past
-//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA.
+//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA. It is
+//   instantiated twice (kTmaPages), so a launch whose pages are gathered runs code with no
+//   TMA path in it.
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
@@ -191,7 +193,12 @@ __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Tra
 // cp.async.mbarrier.arrive, which fires when the thread's copies have landed. The producer
 // never waits for its own copies, so it runs ahead to the next stage as soon as the
 // consumers free it, exactly like the TMA producer.
-template <class Traits>
+// kTmaPages: p.paged_tma_rows > 0 (the kernel picks the instantiation per launch). Then a
+// full tile needs only the page of each box's first row: threads below the tile's page count
+// look up one page each into kv_pages, and only the tile holding kv_len's end, which is
+// gathered, fills the row table. tile_by_tma decides per tile, the same way at lookup,
+// store and load.
+template <class Traits, bool kTmaPages>
 __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
   static_assert(!Traits::kWide || kWidePaged<Traits::kHeadDim>,
                 "this head dim's wide kernels have no paged row tables in shared storage");
@@ -209,8 +216,11 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // The producer keeps 32 registers, so what can be derived is derived: tile n+1's stage is
   // the one before `ring`, its buffer the one before `cur`.
   int table = 0;  // the buffer the next unit's first table goes to
-  // TMA boxes per full tile (page-sized row blocks x 64-column blocks), divided once here.
-  const int boxes = p.paged_tma_rows > 0 ? (kBlockN / p.paged_tma_rows) * (Traits::kHeadDim / 64) : 0;
+  // Pages per full tile and TMA boxes per full tile (pages x 64-column blocks), divided
+  // once here.
+  constexpr int kColBlocks = Traits::kHeadDim / 64;
+  const int tile_pages = kTmaPages ? kBlockN / p.paged_tma_rows : 0;
+  const int boxes = tile_pages * kColBlocks;
   auto next = [](int b) { return b == 2 ? 0 : b + 1; };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
@@ -219,36 +229,42 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     ++q_round;
     const int kv_head = t.head / p.group_size;
+    // Whether tile n comes in as TMA boxes (full tiles of large pages) or is gathered.
+    auto tile_by_tma = [&](int n) { return kTmaPages && (n + 1) * kBlockN <= t.item.kv_len; };
     // Tile n from table b into a stage: TMA boxes per page when the tile is full and pages
     // are large, else the cp.async gather.
     auto load_tile = [&](int b, int n, bool v_side, int stage) {
       uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
       Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
-      if (p.paged_tma_rows > 0 && (n + 1) * kBlockN <= t.item.kv_len) {
-        // One box per thread (16 at most: 8 pages x 2 column blocks at D = 128), so the
-        // boxes go out together rather than one after another from one thread. Thread 0's
-        // arrival carries the tile's byte count; the others' copies may land before it,
-        // which the barrier's transaction count allows (it may go negative until then).
-        // The barrier expects 128 arrivals (the gather's per-thread cp.async arrivals);
-        // here lane 0 of each warp arrives for its warp: 5 shared atomics instead of 128.
-        constexpr int kColBlocks = Traits::kHeadDim / 64;
-        if (tid < boxes) {
-          const int r = (tid / kColBlocks) * p.paged_tma_rows, c = tid % kColBlocks;
-          ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
-                           (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][r], ptx::kEvictLast);
+      if constexpr (kTmaPages) {  // the gather-only instantiation has no TMA path at all
+        if (tile_by_tma(n)) {
+          // One box per thread (4 at most: 2 pages x 2 column blocks at D = 128, 1 x 4 at
+          // D = 256), so the boxes go out together rather than one after another from one
+          // thread. Thread 0's arrival carries the tile's byte count; the others' copies may
+          // land before it, which the barrier's transaction count allows (it may go negative
+          // until then). The barrier expects 128 arrivals (the gather's per-thread cp.async
+          // arrivals); here lane 0 of each warp arrives for its warp: 5 shared atomics
+          // instead of 128.
+          if (tid < boxes) {
+            const int page_block = tid / kColBlocks, c = tid % kColBlocks;
+            const int r = page_block * p.paged_tma_rows;
+            ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
+                             (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][page_block],
+                             ptx::kEvictLast);
+          }
+          if (tid == 0) {
+            ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+            ptx::mbar_arrive(full, 31);
+          } else if (tid % 32 == 0) {
+            ptx::mbar_arrive(full, 32);
+          }
+          return;
         }
-        if (tid == 0) {
-          ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
-          ptx::mbar_arrive(full, 31);
-        } else if (tid % 32 == 0) {
-          ptx::mbar_arrive(full, 32);
-        }
-      } else {
-        const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
-                                     : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
-        gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(int64_t) : 0), base, tile, tid);
-        ptx::mbar_arrive_cp_async(full);
       }
+      const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
+                                   : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
+      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(int64_t) : 0), base, tile, tid);
+      ptx::mbar_arrive_cp_async(full);
     };
     auto gather_k = [&](int b, int n) {
       ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
@@ -260,24 +276,32 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
       load_tile(b, n, true, stage);
     };
+    // This thread's page of tile n: its row's for a gathered tile, the first row of page
+    // block tid for a TMA tile (-1 past the tile's pages: lookup_page refuses rows >= kBlockN).
+    auto lookup = [&](int n) {
+      return lookup_page<Traits>(p, t.item, n, tile_by_tma(n) ? tid * p.paged_tma_rows : tid);
+    };
     auto store_rows = [&](int b, int page, int n) {
-      if (tid < kBlockN) {
-        s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
-        s.kv_pages[b][tid] = page;
+      if constexpr (kTmaPages) {
+        if (tile_by_tma(n)) {
+          if (tid < tile_pages) s.kv_pages[b][tid] = page;
+          return;
+        }
       }
+      if (tid < kBlockN) s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
     };
     const int first = t.item.n_end - 1;
     int cur = table;  // tile n's buffer
-    store_rows(cur, lookup_page<Traits>(p, t.item, first, tid), first);
+    store_rows(cur, lookup(first), first);
     ptx::named_sync(kProducerBarrier, 128);
-    int ahead = lookup_page<Traits>(p, t.item, first - 1, tid);
+    int ahead = lookup(first - 1);
     gather_k(cur, first);
     store_rows(next(cur), ahead, first - 1);
     ring.advance();
     cur = next(cur);
     for (int n = first - 1; n >= t.item.n_begin; --n) {
       ptx::named_sync(kProducerBarrier, 128);
-      ahead = lookup_page<Traits>(p, t.item, n - 1, tid);
+      ahead = lookup(n - 1);
       gather_k(cur, n);
       gather_v_before(next(next(cur)), n + 1);
       store_rows(next(cur), ahead, n - 1);

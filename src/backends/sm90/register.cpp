@@ -10,7 +10,8 @@
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
 // (contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
 // chose it (causal problems without a window and with short requests: tile_config.h
-// use_causal_kernel), the runtime-mask one otherwise.
+// use_causal_kernel), the runtime-mask one otherwise. Paged D = 128 and 256 keys without a
+// mask run a narrow kernel compiled without masks (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -27,6 +28,7 @@ struct Compiled {
   int head_dim;
   core::KVStorage storage;
   LaunchFn launch;              // the narrow tile; nullptr where the wide one serves every key
+  LaunchFn launch_unmasked;     // the narrow tile without masks; nullptr where it has none
   LaunchFn launch_wide;         // the wide tile without masks; nullptr where it has none
   LaunchFn launch_wide_masked;  // the wide tile with masks; nullptr where it has none
   LaunchFn launch_masked;       // launch_masked where a masked key's kernel depends on the problem
@@ -59,20 +61,22 @@ void launch_masked(const core::AttentionParams& a) {
 
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
 // narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
-// without masks where kWideFoldsMask (*_wide.cu) and with them where kWideMasked
-// (*_wide_masked.cu at D = 64 and 256), and the causal-only narrow one where kCausalKernel
-// (*_causal.cu). Only these are referenced, so a kernels/*.cu file missing for the rule
-// fails the link.
+// without masks (*_wide.cu) and with them where kWideMasked (*_wide_masked.cu at D = 64 and
+// 256), the causal-only narrow one where kCausalKernel (*_causal.cu), and the narrow one
+// without masks where kNarrowFoldsMask (*_unmasked.cu). Only these are referenced, so a
+// kernels/*.cu file missing for the rule fails the link.
 template <DType T, int D, bool P>
 constexpr Compiled row() {
   constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
-  constexpr bool kWide = kWideTile && sm90::kWideFoldsMask<D>;
   constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
   constexpr bool kNarrow = !(sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::use_wide_tiles_of<D>(true, P, 0));
   constexpr bool kCausal = kNarrow && sm90::kCausalKernel<D, P, false>;
-  Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr};
+  constexpr bool kNarrowUnmasked =
+      kNarrow && !sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::kNarrowFoldsMask<D, P>;
+  Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
-  if constexpr (kWide) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
+  if constexpr (kNarrowUnmasked) c.launch_unmasked = kLaunch<T, D, P, false, MaskKind::kKVLen>;
+  if constexpr (kWideTile) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
   if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true>;
   if constexpr (kNarrow && (kWideMasked || kCausal))
     c.launch_masked = launch_masked<T, D, P, kWideMasked, kCausal>;
@@ -107,9 +111,11 @@ void register_sm90_kernels(Registry& r) {
         if (sm90::wide_tiles_by_shape(c.head_dim, needs_mask, paged))
           fn = c.launch_masked;
         else if (sm90::use_wide_tiles(c.head_dim, needs_mask, paged, 0))
-          fn = needs_mask || c.launch_wide == nullptr ? c.launch_wide_masked : c.launch_wide;
+          fn = needs_mask ? c.launch_wide_masked : c.launch_wide;
         else if (needs_mask && c.launch_masked != nullptr)
           fn = c.launch_masked;  // the causal-only kernel where the plan picked it
+        else if (!needs_mask && c.launch_unmasked != nullptr)
+          fn = c.launch_unmasked;
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);
       }

@@ -37,7 +37,7 @@ struct SharedStorage {
   // run paged K/V (kWidePaged) keep one row (D = 256 wide needs the 4.7 KB).
   static constexpr int kRowTableRows = Traits::kWide && !kWidePaged<Traits::kHeadDim> ? 1 : Traits::kBlockN;
   longlong2 kv_rows[3][kRowTableRows];
-  int kv_pages[3][kRowTableRows];  // the page of each row (TMA page loads)
+  int kv_pages[3][kRowTableRows];  // the page of each page block of a tile (TMA page loads)
 };
 
 // Dynamic shared memory requested at launch: the storage plus slack to align its start.

@@ -126,13 +126,18 @@ constexpr bool kWideMasked<256> = true;
 template <>
 constexpr bool kWideMasked<64> = true;
 
-// Head dims whose problems without a mask get a wide kernel of their own, with the mask
-// folded away (kernel_traits.h kKVLenMaskOnly): all three. D = 64 (eighth session, ncu,
-// bf16): with the mask compiled in, 16k 5.20 -> 5.32 ms, 2k page 16 846 -> 859 us, 512
-// 257 -> 267 us. D = 256 (ptxas, bf16): spills 40 / 52 -> 20 / 24 bytes, the main loop
-// 3666 -> 3419 instructions with 18 -> 8 local accesses.
-template <int kHeadDim>
-constexpr bool kWideFoldsMask = true;
+// Every wide tile's kernel for problems without a mask has the mask folded away
+// (MaskKind::kKVLen). Measured against the mask compiled in: D = 64 (eighth session, ncu,
+// bf16) 16k 5.20 -> 5.32 ms, 2k page 16 846 -> 859 us, 512 257 -> 267 us; D = 256
+// (sixteenth, ptxas, bf16) spills 40 / 52 -> 20 / 24 bytes, the main loop 3666 -> 3419
+// instructions with 18 -> 8 local accesses.
+
+// Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
+// wide tile serves: paged D = 128 and 256 (their wide tiles are for contiguous K/V only).
+// Elsewhere a narrow tile serves masked keys only. Seventeenth session (ncu, bf16, against
+// the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16 -1.3%, page 128 -1.7 / -1.9%.
+template <int kHeadDim, bool kPaged>
+constexpr bool kNarrowFoldsMask = kPaged && (kHeadDim == 128 || kHeadDim == 256);
 
 // The masks a kernel computes. kKVLen: only kv_len's end (problems without a causal /
 // window mask, registry key needs_mask = false); kCausal: bottom-right causal without a
