@@ -64,15 +64,15 @@ struct KernelTraits {
   // to the allocation granule of 8); the producer gives registers back and the consumers
   // take them, and the two must balance within that pool or setmaxnreg.inc waits forever.
   // A TMA producer is one thread issuing copies (24 is the minimum): consumers get 240. The
-  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (8 bytes of spills at
+  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (no spills at
   // D = 128); its consumers get 232 ((168 x 384 - 32 x 128) / 256 = 236, rounded down to
   // the granule), as they did at 40. 32 measured 5% faster than 40 at page 16 (ncu, D = 128,
   // S = 16k) for a reason in the producer's code that is not established; 232 instead of
   // 240 costs the contiguous kernel 1.7%, so 240 for paged needs a 24-register producer.
   // D = 256 takes it: at 232 its consumers spilled, at 240 only the producer does (32 bytes
-  // around the gather), and page 16 at 2k ran 783 -> 685 us (ncu, fifteenth session). At
-  // D = 128 the 24-register producer spills 24 bytes and measured within 1% (page 16 / 1 /
-  // 128), so it keeps 32.
+  // around the gather; 16 since the seventeenth session), and page 16 at 2k ran 783 -> 685 us
+  // (ncu, fifteenth session). At D = 128 the 24-register producer spilled 24 bytes and
+  // measured within 1% (page 16 / 1 / 128), so it keeps 32.
   // Three consumers (512 threads): 128 at entry, and 160 for the consumers with either
   // producer ((128 x 512 - 24 x 128) / 384 = 162.7 and (128 x 512 - 32 x 128) / 384 = 160
   // exactly, rounded down to the granule), as in FlashAttention-3.
