@@ -213,8 +213,8 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // tile n-1's (being written: its page-table loads are issued before the gathers and
   // stored after them, so their latency hides under the copies). One producer barrier per
   // tile orders each buffer's writes after its readers and before its next readers.
-  // The producer keeps 32 registers, so what can be derived is derived: tile n+1's stage is
-  // the one before `ring`, its buffer the one before `cur`.
+  // The producer keeps 32 registers (24 at D = 256), so what can be derived is derived:
+  // tile n+1's stage is the one before `ring`, its buffer the one before `cur`.
   int table = 0;  // the buffer the next unit's first table goes to
   // Pages per full tile and TMA boxes per full tile (pages x 64-column blocks), divided
   // once here.
