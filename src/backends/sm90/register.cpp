@@ -105,8 +105,9 @@ void register_sm90_kernels(Registry& r) {
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
         const bool paged = c.storage == kPaged;
-        // A missing wide kernel leaves the narrow one, which refuses the plan's larger tiles
-        // (make_kernel_params checks both tile sides).
+        // The kernel tile_config.h's rule picks for this key; a kernel the rule needs but the
+        // row lacks is an internal error here, at registration, not a wrong launch later
+        // (and make_kernel_params still checks the plan's tile against the kernel's).
         LaunchFn fn = c.launch;
         if (sm90::wide_tiles_by_shape(c.head_dim, needs_mask, paged))
           fn = c.launch_masked;
