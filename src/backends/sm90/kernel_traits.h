@@ -70,10 +70,11 @@ struct KernelTraits {
   // S = 16k) for a reason in the producer's code that is not established; 232 instead of
   // 240 costs the contiguous kernel 1.7%, so 240 for paged needs a 24-register producer.
   // D = 256 takes it: at 232 its consumers spilled, at 240 only the producer does (32 bytes
-  // around the gather; 16 since the seventeenth session), and page 16 at 2k ran 783 -> 685 us
-  // (ncu, fifteenth session). At D = 128 the 24-register producer spilled 24 bytes and
-  // measured within 1% (page 16 / 1 / 128); after the split into two producer
-  // instantiations it spills 36 / 64 bytes and measured +0.7% (seventeenth). It keeps 32.
+  // around the gather; 16 after the seventeenth session's split, 28 with four gather threads
+  // per row), and page 16 at 2k ran 783 -> 685 us (ncu, fifteenth session). At D = 128 the
+  // 24-register producer spilled 24 bytes and measured within 1% (page 16 / 1 / 128);
+  // after the split into two producer instantiations it spills 36 / 64 bytes and measured
+  // +0.7% (seventeenth). It keeps 32.
   // Three consumers (512 threads): 128 at entry, and 160 for the consumers with either
   // producer ((128 x 512 - 24 x 128) / 384 = 162.7 and (128 x 512 - 32 x 128) / 384 = 160
   // exactly, rounded down to the granule), as in FlashAttention-3.

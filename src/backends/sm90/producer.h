@@ -134,9 +134,10 @@ __device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page
 // T = 4 (8 rows x 64 B per warp instruction) measured fastest (ncu, D = 128, S = 16k,
 // fifth session): page 16 4.98 -> 4.61 ms and page 1 4.98 -> 4.69 ms against T = 2, with
 // L2 throughput 80% -> 55% (fewer, larger requests); T = 8 (4 rows x 128 B) 5.31 ms. D = 256
-// keeps T = 2: T = 4 raises its spills from 20 / 28 to 36 / 44 bytes (not measured there).
-template <int kHeadDim>
-constexpr int kGatherThreadsPerRow = kHeadDim == 256 ? 2 : 4;
+// kept T = 2 for its spills until the eighteenth session: with T = 4 its producer spills 28
+// bytes instead of 16, yet 2k page 16 ran 713 -> 561 us and 16k page 16 5.48 -> 3.94 ms,
+// with L2 66% -> 46% busy.
+constexpr int kGatherThreadsPerRow = 4;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
   static_assert(kThreadsPerRow == 2 || kThreadsPerRow == 4 || kThreadsPerRow == 8);
@@ -168,7 +169,7 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 template <class Traits>
 __device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Traits::Element* base,
                                            typename Traits::Element* tile, int tid) {
-  constexpr int kThreadsPerRow = kGatherThreadsPerRow<Traits::kHeadDim>;
+  constexpr int kThreadsPerRow = kGatherThreadsPerRow;
   constexpr int kRowsPerPass = 128 / kThreadsPerRow;
   constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
   static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
