@@ -120,15 +120,18 @@ def chunk(quick: bool) -> List[Case]:
 
 
 def paged(quick: bool) -> List[Case]:
-    """The dense and window cases with pages, beside the same shape ragged (page_size 0)."""
-    shapes = [(16384, True, -1)] if quick else [
-        (2048, False, -1), (2048, True, -1), (16384, False, -1), (16384, True, -1),
-        (16384, True, 4096)]
+    """The dense and window cases with pages, beside the same shape ragged (page_size 0).
+    D = 128 takes every mask; D = 64 and 256, whose paged kernels gather rows of other widths,
+    one short non-causal and one long causal shape each."""
+    shapes = [(16384, True, -1, 128)] if quick else [
+        (2048, False, -1, 128), (2048, True, -1, 128), (16384, False, -1, 128),
+        (16384, True, -1, 128), (16384, True, 4096, 128),
+        (2048, False, -1, 64), (16384, True, -1, 64), (2048, False, -1, 256), (16384, True, -1, 256)]
     pages = [0, 16] if quick else [0, 1, 16, 128]
-    d, h = 128, HIDDEN // 128
     cases = []
-    for s, causal, w in shapes:
-        shape = f"S={s} {_mask_name(causal)}" + (f" W={w}" if w >= 0 else "")
+    for s, causal, w, d in shapes:
+        h = HIDDEN // d
+        shape = f"D={d} S={s} {_mask_name(causal)}" + (f" W={w}" if w >= 0 else "")
         for p in pages:
             kind = f"page {p}" if p else "ragged"
             cases.append(Case("paged", f"paged {shape} {kind}", TOKENS // s, s, s, h, h, d,
