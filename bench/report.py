@@ -8,6 +8,8 @@ import math
 import pathlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from repeats import SPREAD_FLAG, repeated_problems, spread
+
 MISMATCH = 0.05  # max |out - fp32 reference| on sampled rows above which a number is not trusted
 
 
@@ -191,6 +193,40 @@ def _decode_extra(results: dict):
     return "best flashband / copy bandwidth", f
 
 
+def _repeats_note(results: dict) -> str:
+    flag = f"{100 * SPREAD_FLAG:.0f}%"
+    if "settled" not in results.get("meta", {}):
+        return (f"Bold: more than {flag} apart. This run predates measuring such readings "
+                "again: each is one do_bench median.")
+    return (f"Readings more than {flag} apart are measured twice more and each case keeps the "
+            f"median of its three (×3; results.json keeps all three); bold: still more than "
+            f"{flag} apart.")
+
+
+def _repeats_table(results: dict) -> List[str]:
+    groups = repeated_problems(results)
+    if not groups:
+        return ["(no problem was measured twice)"]
+    impls = [n for n in impl_names(results)
+             if any(sum(ok(c["results"].get(n)) for c in g) > 1 for g in groups)]
+    header = ["problem", "sections"] + [short(n) for n in impls]
+    rows = []
+    for g in groups:
+        row = [g[0]["name"], ", ".join(c["section"] for c in g)]
+        for n in impls:
+            rs = [c["results"][n] for c in g if ok(c["results"].get(n))]
+            if len(rs) < 2:
+                row.append("")
+                continue
+            vals = [r[metric(g[0])] for r in rs]
+            text = f"{min(vals):.0f}–{max(vals):.0f} ({100 * spread(vals):.0f}%)"
+            if any("readings_ms" in r for r in rs):
+                text += " ×3"
+            row.append(f"**{text}**" if spread(vals) > SPREAD_FLAG else text)
+        rows.append(row)
+    return table(header, rows)
+
+
 def _targets(results: dict) -> List[str]:
     import targets  # imports this module: loaded on first use
 
@@ -246,6 +282,10 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
          "issue names, in this run (`bench/targets.py`): cuDNN is the faster of flashband's "
          "cuDNN graph and SDPA's; band share: time with the window over (visible-pair share x "
          "time without it).", _targets(results)),
+        ("7. Problems measured twice", "Shapes that two sections share (same problem, same "
+         "entry point), TFLOP/s: each implementation's lowest and highest reading in this run "
+         "and how far apart they are, the run's own noise (the ratios of sections 2, 4 and 6 "
+         "divide by one such reading). " + _repeats_note(results), _repeats_table(results)),
     ]
     for title, text, body in sections:
         out += [f"## {title}", "", text, ""] + body + [""]

@@ -5,7 +5,8 @@ in the same process with triton.testing.do_bench (median).
 
 Writes the raw numbers (results.json, rewritten after every case, so an interrupted run keeps
 what it measured), a markdown page of tables with the best peer and the ratio, and up to four
-PNG plots. A failing implementation or shape records its error and the run continues.
+PNG plots. A failing implementation or shape records its error and the run continues. A
+problem that two sections share and whose readings disagree is measured again (repeats.py).
 
   python bench/run.py                      # full matrix (~8 min on an H200)
   python bench/run.py --quick --out out/   # ~1 min subset, everything under out/
@@ -29,6 +30,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import cases as matrix_mod  # noqa: E402  (no torch: --help, --selftest and --report-only run anywhere)
+import repeats  # noqa: E402
 import report  # noqa: E402
 
 
@@ -172,6 +174,11 @@ def run_benchmark(args) -> int:
         torch.cuda.empty_cache()
         write_json(json_path, results)
 
+    if not aborted:
+        results["meta"]["settled"] = repeats.settle(
+            results, _remeasurer(todo, chosen, time_ms, torch, impls))
+        for line in results["meta"]["settled"]:
+            print(f"run.py: measured again: {line}", flush=True)
     write_json(json_path, results)
     written = report.render(results, md_path, img_dir)
     print(f"run.py: done in {progress.elapsed():.0f}s; wrote {json_path}, "
@@ -196,6 +203,25 @@ def measure(impl, case, inputs, time_ms, torch, impls) -> dict:
         return r
     except Exception as e:
         return {"error": _err(e)}
+
+
+def _remeasurer(todo, chosen, time_ms, torch, impls):
+    """remeasure(entry, impl name) for repeats.settle: fresh inputs, the same measure()."""
+    cases = {c.name: c for c in todo}
+    by_name = {i.name: i for i in chosen}
+
+    def remeasure(entry: dict, name: str) -> dict:
+        case = cases[entry["name"]]
+        try:
+            inputs = impls.Inputs(case)
+        except Exception as e:
+            return {"error": "inputs: " + _err(e)}
+        r = measure(by_name[name], case, inputs, time_ms, torch, impls)
+        del inputs
+        torch.cuda.empty_cache()
+        return r
+
+    return remeasure
 
 
 def _err(e: BaseException) -> str:

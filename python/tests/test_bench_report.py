@@ -104,3 +104,80 @@ def test_tile_floor_counts_the_tiles_a_query_tile_must_visit():
     # over the unwindowed diagonal's waste: above the 1.1x at 16k.
     assert 1.11 < targets.tile_floor(16384, 1024, True) < 1.12
     assert targets.tile_floor(16384, 4096, False) < 1.01
+
+
+def _bench_module(name):
+    sys.path.insert(0, str(RUN.parent))
+    return __import__(name)  # bench/ is not a package
+
+
+def _repeat_case(section, name, params, results):
+    return {"section": section, "name": name, "plot": {}, "flops": 1e9,
+            "params": dict(params, section=section, name=name), "results": results}
+
+
+def _timed(tflops, err=0.01):
+    return {"tflops": tflops, "ms": 1.0 / tflops, "max_abs_err": err}
+
+
+SHAPE = {"batch": 2, "qo_len": 8192, "causal": True, "window_left": -1, "page_size": 0}
+
+
+def test_problems_measured_twice_show_their_spread():
+    repeats, report = _bench_module("repeats"), _bench_module("report")
+    results = {"cases": [
+        _repeat_case("dense", "dense 8k causal", SHAPE,
+                     {"flashband-sm90": _timed(555), "flashband-sm80": _timed(350),
+                      "flex": {"skipped": "no"}}),
+        _repeat_case("window", "window 8k none causal", SHAPE,
+                     {"flashband-sm90": _timed(630), "flashband-sm80": _timed(352, err=0.5),
+                      "flex": _timed(390)}),
+        _repeat_case("window", "window 8k W=1024 causal", dict(SHAPE, window_left=1024),
+                     {"flashband-sm90": _timed(460)}),
+        _repeat_case("dense", "hand-made, no params", {}, {"flashband-sm90": _timed(1)}),
+    ]}
+    results["cases"][-1].pop("params")
+    groups = repeats.repeated_problems(results)
+    assert [[c["name"] for c in g] for g in groups] == [["dense 8k causal", "window 8k none causal"]]
+    lines = report._repeats_table(results)
+    # sm90's two readings 13.5% apart: bold; sm80's second is untrusted and flex ran once, so
+    # neither has two readings to compare, and neither gets a column
+    assert lines[0] == "| problem | sections | sm90 |"
+    assert lines[2] == "| dense 8k causal | dense, window | **555–630 (14%)** |"
+    close = {"cases": [_repeat_case("dense", "a", SHAPE, {"flashband-sm90": _timed(600)}),
+                       _repeat_case("paged", "b", SHAPE, {"flashband-sm90": _timed(612)})]}
+    assert report._repeats_table(close)[2] == "| a | dense, paged | 600–612 (2%) |"
+    assert report._repeats_table({"cases": []}) == ["(no problem was measured twice)"]
+
+
+def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
+    repeats, report = _bench_module("repeats"), _bench_module("report")
+    results = {"cases": [
+        _repeat_case("dense", "dense 8k causal", SHAPE,
+                     {"flashband-sm90": _timed(555), "sdpa-cudnn": _timed(548)}),
+        _repeat_case("window", "window 8k none causal", SHAPE,
+                     {"flashband-sm90": _timed(630), "sdpa-cudnn": _timed(559)}),
+    ]}
+    asked = []
+    later = {"dense 8k causal": [560, 550], "window 8k none causal": [556, 552]}
+
+    def remeasure(entry, name):
+        asked.append((entry["name"], name))
+        return _timed(later[entry["name"]].pop(0))
+
+    settled = repeats.settle(results, remeasure)
+    # only sm90 disagreed (13.5%; SDPA's 2% did not), so only its two cases ran again, twice
+    assert asked == [("dense 8k causal", "flashband-sm90")] * 2 + [
+        ("window 8k none causal", "flashband-sm90")] * 2
+    assert len(settled) == 1 and settled[0].startswith("flashband-sm90: dense 8k causal")
+    dense, window = (c["results"]["flashband-sm90"] for c in results["cases"])
+    assert abs(dense["tflops"] - 555) < 1e-9 and abs(window["tflops"] - 556) < 1e-9
+    assert abs(dense["ms"] - 1 / 555) < 1e-12 and len(window["readings_ms"]) == 3
+    assert results["cases"][0]["results"]["sdpa-cudnn"] == _timed(548)
+    # the table now shows the settled spread (0.2%), marked as measured three times
+    assert report._repeats_table(results)[2] == "| dense 8k causal | dense, window | 555–556 (0%) ×3 | 548–559 (2%) |"
+    # a settled problem is not measured again, and failed re-measurements count as no reading
+    assert repeats.settle(results, lambda e, n: {"error": "x"}) == []
+    # the page says whether its run measured disagreeing readings again (run.py records it)
+    assert "predates" in report._repeats_note(results)
+    assert "median of its three" in report._repeats_note(dict(results, meta={"settled": settled}))
