@@ -181,3 +181,34 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
     # the page says whether its run measured disagreeing readings again (run.py records it)
     assert "predates" in report._repeats_note(results)
     assert "median of its three" in report._repeats_note(dict(results, meta={"settled": settled}))
+
+
+def test_remeasure_runs_the_same_measure_on_fresh_inputs():
+    run = _bench_module("run")
+    cases = _bench_module("cases")
+    case = next(c for c in cases.matrix(False) if c.section == "window" and c.window_left < 0)
+    made = []
+
+    class FakeTorch:
+        class cuda:
+            synchronize = staticmethod(lambda: None)
+            empty_cache = staticmethod(lambda: None)
+
+    class FakeImpls:
+        class Inputs:
+            def __init__(self, c):
+                made.append(c.name)
+                self.case = c
+
+        spot_check = staticmethod(lambda inputs, out: 0.001)
+
+    class Impl:
+        name = "flashband-sm90"
+        skip_reason = staticmethod(lambda c: None)
+        prepare = staticmethod(lambda inputs: (lambda: None, lambda: None, lambda: {"variant": "v"}))
+
+    remeasure = run._remeasurer([case], [Impl()], lambda fn: 2.0, FakeTorch, FakeImpls)
+    r = remeasure({"name": case.name}, "flashband-sm90")
+    assert made == [case.name]
+    assert r["ms"] == 2.0 and abs(r["tflops"] - case.flops / 2.0 / 1e9) < 1e-6
+    assert r["max_abs_err"] == 0.001 and r["variant"] == "v"
