@@ -37,8 +37,11 @@ def spread(values: List[float]) -> float:
 def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 2) -> List[str]:
     """For every repeated problem whose readings by one implementation differ by more than
     SPREAD_FLAG: `rounds` more readings of each of its cases (remeasure(case, impl) returns
-    a result dict like the first), and the case keeps the median of all its readings, with
-    every reading in "readings_ms". Returns what it settled, one line each."""
+    a result dict like the first; its error check is not used, the first one stands). A case
+    whose re-measurements all succeed keeps the median of its readings (an odd count, so one
+    of them), with every reading in "readings_ms"; one where any failed keeps its first
+    reading. Returns what it did, one line per implementation and problem."""
+    assert rounds % 2 == 0, "an odd number of readings has a median that is one of them"
     done = []
     for group in repeated_problems(results):
         names = [n for n in group[0]["results"] if sum(ok(c["results"].get(n)) for c in group) > 1]
@@ -46,9 +49,14 @@ def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 
             timed = [c for c in group if ok(c["results"].get(name))]
             if spread([c["results"][name]["ms"] for c in timed]) <= SPREAD_FLAG:
                 continue
+            parts = []
             for c in timed:
                 r = c["results"][name]
-                readings = [r["ms"]] + [x["ms"] for x in (remeasure(c, name) for _ in range(rounds)) if ok(x)]
+                again = [remeasure(c, name) for _ in range(rounds)]
+                if not all(ok(x) for x in again):
+                    parts.append(f"{c['name']} kept {r['ms']:.3f} ms (a re-measurement failed)")
+                    continue
+                readings = [r["ms"]] + [x["ms"] for x in again]
                 ms = statistics.median(readings)
                 scale = r["ms"] / ms
                 r["ms"] = ms
@@ -56,7 +64,6 @@ def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 
                     if key in r:
                         r[key] *= scale
                 r["readings_ms"] = readings
-            done.append(f"{name}: " + ", ".join(
-                f"{c['name']} {' / '.join(f'{v:.3f}' for v in c['results'][name]['readings_ms'])} ms"
-                for c in timed))
+                parts.append(f"{c['name']} {' / '.join(f'{v:.3f}' for v in readings)} ms")
+            done.append(f"{name}: " + ", ".join(parts))
     return done

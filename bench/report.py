@@ -195,12 +195,15 @@ def _decode_extra(results: dict):
 
 def _repeats_note(results: dict) -> str:
     flag = f"{100 * SPREAD_FLAG:.0f}%"
-    if "settled" not in results.get("meta", {}):
+    settled = results.get("meta", {}).get("settled")
+    if settled is None:
         return (f"Bold: more than {flag} apart. This run predates measuring such readings "
                 "again: each is one do_bench median.")
+    if isinstance(settled, str):
+        return f"Bold: more than {flag} apart. Not measured again, since {settled}."
     return (f"Readings more than {flag} apart are measured twice more and each case keeps the "
-            f"median of its three (×3; results.json keeps all three); bold: still more than "
-            f"{flag} apart.")
+            "median of its three (×3; results.json keeps all three, and a case whose "
+            f"re-measurement failed keeps its first); bold: still more than {flag} apart.")
 
 
 def _repeats_table(results: dict) -> List[str]:
@@ -220,8 +223,9 @@ def _repeats_table(results: dict) -> List[str]:
                 continue
             vals = [r[metric(g[0])] for r in rs]
             text = f"{min(vals):.0f}–{max(vals):.0f} ({100 * spread(vals):.0f}%)"
-            if any("readings_ms" in r for r in rs):
-                text += " ×3"
+            counts = [len(r.get("readings_ms", [0])) for r in rs]
+            if max(counts) > 1:  # measured again: readings per case
+                text += " ×" + (str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
             row.append(f"**{text}**" if spread(vals) > SPREAD_FLAG else text)
         rows.append(row)
     return table(header, rows)
@@ -282,10 +286,11 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
          "issue names, in this run (`bench/targets.py`): cuDNN is the faster of flashband's "
          "cuDNN graph and SDPA's; band share: time with the window over (visible-pair share x "
          "time without it).", _targets(results)),
-        ("7. Problems measured twice", "Shapes that two sections share (same problem, same "
-         "entry point), TFLOP/s: each implementation's lowest and highest reading in this run "
-         "and how far apart they are, the run's own noise (the ratios of sections 2, 4 and 6 "
-         "divide by one such reading). " + _repeats_note(results), _repeats_table(results)),
+        ("7. Problems measured twice", "Shapes that two or three sections share (same "
+         "problem, same entry point), TFLOP/s: each implementation's lowest and highest "
+         "trusted reading in this run and how far apart they are, the run's own noise (the "
+         "ratios of sections 2, 4 and 6 divide by one such reading). " + _repeats_note(results),
+         _repeats_table(results)),
     ]
     for title, text, body in sections:
         out += [f"## {title}", "", text, ""] + body + [""]

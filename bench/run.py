@@ -174,7 +174,12 @@ def run_benchmark(args) -> int:
         torch.cuda.empty_cache()
         write_json(json_path, results)
 
-    if not aborted:
+    # "settled": what was measured again, or why nothing was (report.py words section 7 by it)
+    if aborted:
+        results["meta"]["settled"] = "the run was aborted"
+    elif args.time_budget and progress.elapsed() > args.time_budget:
+        results["meta"]["settled"] = f"the time budget of {args.time_budget:.0f} s was spent"
+    else:
         results["meta"]["settled"] = repeats.settle(
             results, _remeasurer(todo, chosen, time_ms, torch, impls))
         for line in results["meta"]["settled"]:

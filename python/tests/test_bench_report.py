@@ -176,11 +176,32 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
     assert results["cases"][0]["results"]["sdpa-cudnn"] == _timed(548)
     # the table now shows the settled spread (0.2%), marked as measured three times
     assert report._repeats_table(results)[2] == "| dense 8k causal | dense, window | 555–556 (0%) ×3 | 548–559 (2%) |"
-    # a settled problem is not measured again, and failed re-measurements count as no reading
-    assert repeats.settle(results, lambda e, n: {"error": "x"}) == []
+    # a settled problem is not measured again
+    assert repeats.settle(results, lambda e, n: 1 / 0) == []
     # the page says whether its run measured disagreeing readings again (run.py records it)
     assert "predates" in report._repeats_note(results)
     assert "median of its three" in report._repeats_note(dict(results, meta={"settled": settled}))
+    assert "since the time budget" in report._repeats_note(
+        dict(results, meta={"settled": "the time budget of 200 s was spent"}))
+
+
+def test_settle_keeps_the_first_reading_where_a_re_measurement_fails():
+    repeats, report = _bench_module("repeats"), _bench_module("report")
+    results = {"cases": [
+        _repeat_case("dense", "dense 8k causal", SHAPE, {"flashband-sm90": _timed(555)}),
+        _repeat_case("window", "window 8k none causal", SHAPE, {"flashband-sm90": _timed(630)}),
+    ]}
+    answers = {"dense 8k causal": [_timed(560), _timed(550)],
+               "window 8k none causal": [_timed(556), {"error": "RuntimeError: lost"}]}
+    settled = repeats.settle(results, lambda entry, name: answers[entry["name"]].pop(0))
+    dense, window = (c["results"]["flashband-sm90"] for c in results["cases"])
+    assert dense["readings_ms"] == [1 / 555, 1 / 560, 1 / 550] and abs(dense["tflops"] - 555) < 1e-9
+    # one failure of two: the window case is left as it was, with no readings_ms, no average
+    assert window == _timed(630)
+    assert "window 8k none causal kept 0.002 ms (a re-measurement failed)" in settled[0]
+    # the table marks how many readings each case has and keeps the spread in bold
+    assert report._repeats_table(results)[2] == \
+        "| dense 8k causal | dense, window | **555–630 (14%) ×3/1** |"
 
 
 def test_remeasure_runs_the_same_measure_on_fresh_inputs():
