@@ -34,13 +34,15 @@ def spread(values: List[float]) -> float:
     return max(values) / min(values) - 1.0
 
 
-def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 2) -> List[str]:
+def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 2,
+           stop: Callable[[], bool] = lambda: False) -> List[str]:
     """For every repeated problem whose readings by one implementation differ by more than
     SPREAD_FLAG: `rounds` more readings of each of its cases (remeasure(case, impl) returns
     a result dict like the first; its error check is not used, the first one stands). A case
     whose re-measurements all succeed keeps the median of its readings (an odd count, so one
     of them), with every reading in "readings_ms"; one where any failed keeps its first
-    reading. Returns what it did, one line per implementation and problem."""
+    reading. stop() is asked before each implementation and problem (run.py's time budget).
+    Returns what it did, one line per implementation and problem."""
     assert rounds % 2 == 0, "an odd number of readings has a median that is one of them"
     done = []
     for group in repeated_problems(results):
@@ -49,6 +51,9 @@ def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 
             timed = [c for c in group if ok(c["results"].get(name))]
             if spread([c["results"][name]["ms"] for c in timed]) <= SPREAD_FLAG:
                 continue
+            if stop():
+                done.append(f"{name}: {timed[0]['name']} and the rest not measured again (time budget)")
+                return done
             parts = []
             for c in timed:
                 r = c["results"][name]

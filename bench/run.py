@@ -181,7 +181,8 @@ def run_benchmark(args) -> int:
         results["meta"]["settled"] = f"the time budget of {args.time_budget:.0f} s was spent"
     else:
         results["meta"]["settled"] = repeats.settle(
-            results, _remeasurer(todo, chosen, time_ms, torch, impls))
+            results, _remeasurer(todo, chosen, time_ms, torch, impls),
+            stop=lambda: bool(args.time_budget) and progress.elapsed() > args.time_budget)
         for line in results["meta"]["settled"]:
             print(f"run.py: measured again: {line}", flush=True)
     write_json(json_path, results)

@@ -178,6 +178,13 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
     assert report._repeats_table(results)[2] == "| dense 8k causal | dense, window | 555–556 (0%) ×3 | 548–559 (2%) |"
     # a settled problem is not measured again
     assert repeats.settle(results, lambda e, n: 1 / 0) == []
+    # once stop() says the time is spent, nothing more is measured, and the line says so
+    fresh = {"cases": [
+        _repeat_case("dense", "d", SHAPE, {"flashband-sm90": _timed(555)}),
+        _repeat_case("window", "w", SHAPE, {"flashband-sm90": _timed(630)})]}
+    assert repeats.settle(fresh, lambda e, n: 1 / 0, stop=lambda: True) == [
+        "flashband-sm90: d and the rest not measured again (time budget)"]
+    assert fresh["cases"][1]["results"]["flashband-sm90"] == _timed(630)
     # the page says whether its run measured disagreeing readings again (run.py records it)
     assert "predates" in report._repeats_note(results)
     assert "median of its three" in report._repeats_note(dict(results, meta={"settled": settled}))
