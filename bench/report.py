@@ -201,9 +201,11 @@ def _repeats_note(results: dict) -> str:
                 "again: each is one do_bench median.")
     if isinstance(settled, str):
         return f"Bold: more than {flag} apart. Not measured again, since {settled}."
+    cut = any("not measured again" in line for line in settled)
     return (f"Readings more than {flag} apart are measured twice more and each case keeps the "
             "median of its three (×3; results.json keeps all three, and a case whose "
-            f"re-measurement failed keeps its first); bold: still more than {flag} apart.")
+            f"re-measurement failed keeps its first); bold: still more than {flag} apart."
+            + (" The time budget ran out before every such problem was measured again." if cut else ""))
 
 
 def _repeats_table(results: dict) -> List[str]:

@@ -185,6 +185,9 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
     assert repeats.settle(fresh, lambda e, n: 1 / 0, stop=lambda: True) == [
         "flashband-sm90: d and the rest not measured again (time budget)"]
     assert fresh["cases"][1]["results"]["flashband-sm90"] == _timed(630)
+    assert "ran out" in report._repeats_note(dict(fresh, meta={"settled": [
+        "flashband-sm90: d and the rest not measured again (time budget)"]}))
+    assert "ran out" not in report._repeats_note(dict(results, meta={"settled": settled}))
     # the page says whether its run measured disagreeing readings again (run.py records it)
     assert "predates" in report._repeats_note(results)
     assert "median of its three" in report._repeats_note(dict(results, meta={"settled": settled}))
