@@ -142,14 +142,16 @@ def run_benchmark(args) -> int:
         progress.line("ceilings", "torch", {"error": _err(e)})
     torch.cuda.empty_cache()
 
+    def over_budget() -> bool:
+        return bool(args.time_budget) and progress.elapsed() > args.time_budget
+
     aborted = None
     for case in todo:
         entry = {"section": case.section, "name": case.name, "params": case.describe(),
                  "plot": case.plot, "flops": case.flops, "bytes": case.bytes, "results": {}}
         results["cases"].append(entry)
         entry["auto_backend"] = _auto(flashband, case)
-        over = args.time_budget and progress.elapsed() > args.time_budget
-        if aborted or over:
+        if aborted or over_budget():
             why = aborted or f"time budget of {args.time_budget:.0f} s spent"
             for i in chosen:
                 entry["results"][i.name] = {"skipped": why}
@@ -177,12 +179,12 @@ def run_benchmark(args) -> int:
     # "settled": what was measured again, or why nothing was (report.py words section 7 by it)
     if aborted:
         results["meta"]["settled"] = "the run was aborted"
-    elif args.time_budget and progress.elapsed() > args.time_budget:
+    elif over_budget():
         results["meta"]["settled"] = f"the time budget of {args.time_budget:.0f} s was spent"
     else:
         results["meta"]["settled"] = repeats.settle(
             results, _remeasurer(todo, chosen, time_ms, torch, impls),
-            stop=lambda: bool(args.time_budget) and progress.elapsed() > args.time_budget)
+            stop=over_budget)
         for line in results["meta"]["settled"]:
             print(f"run.py: measured again: {line}", flush=True)
     write_json(json_path, results)

@@ -32,11 +32,13 @@ def test_selftest_renders_every_section(tmp_path):
     assert (again / "benchmarks.md").read_text() == md
 
 
-def _targets_module():
+def _bench_module(name):
     sys.path.insert(0, str(RUN.parent))
-    import targets  # noqa: E402  (bench/ is not a package)
+    return __import__(name)  # bench/ is not a package
 
-    return targets
+
+def _targets_module():
+    return _bench_module("targets")
 
 
 def _case(section, plot, flops, results):
@@ -104,11 +106,6 @@ def test_tile_floor_counts_the_tiles_a_query_tile_must_visit():
     # over the unwindowed diagonal's waste: above the 1.1x at 16k.
     assert 1.11 < targets.tile_floor(16384, 1024, True) < 1.12
     assert targets.tile_floor(16384, 4096, False) < 1.01
-
-
-def _bench_module(name):
-    sys.path.insert(0, str(RUN.parent))
-    return __import__(name)  # bench/ is not a package
 
 
 def _repeat_case(section, name, params, results):
