@@ -59,9 +59,9 @@ __device__ __forceinline__ void mbar_arrive_cp_async(uint64_t* bar) {
 // ---- shared memory ----------------------------------------------------------------------
 
 // A 64-bit load from a shared-memory address (the kernel's storage pointer is generic).
-__device__ __forceinline__ int64_t ld_shared_s64(uint32_t addr) {
-  int64_t v;
-  asm volatile("ld.shared.s64 %0, [%1];" : "=l"(v) : "r"(addr));
+__device__ __forceinline__ uint64_t ld_shared_u64(uint32_t addr) {
+  uint64_t v;
+  asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(addr));
   return v;
 }
 
@@ -105,9 +105,9 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, uint32
                : "memory");
 }
 // The same with an L2 evict-last hint: paged K/V rows are re-read by every query tile.
-__device__ __forceinline__ void cp_async_16_evict_last(void* smem, const void* gmem, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(src_bytes), "l"(kEvictLast)
+__device__ __forceinline__ void cp_async_16_evict_last(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(smem_addr(smem)), "l"(gmem),
+               "l"(kEvictLast)
                : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
