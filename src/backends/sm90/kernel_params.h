@@ -34,7 +34,7 @@ struct KernelParams {
   int page_shift = -1;  // log2(page_size) when it is a power of two, else -1
   // > 0: full KV tiles are loaded by TMA, one box of this many rows per page (pages of a
   // power-of-two size >= kMinTmaPageSize); the tile holding kv_len's end is still gathered
-  // with cp.async, its rows past kv_len read from a zero row. 0: every tile is gathered.
+  // with cp.async, which zero-fills the rows past it. 0: every tile is gathered.
   int paged_tma_rows = 0;
 
   // Work: either a list from the planner, or (items == nullptr) one request whose query
