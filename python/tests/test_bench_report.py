@@ -33,7 +33,8 @@ def test_selftest_renders_every_section(tmp_path):
 
 
 def _bench_module(name):
-    sys.path.insert(0, str(RUN.parent))
+    if str(RUN.parent) not in sys.path:
+        sys.path.insert(0, str(RUN.parent))
     return __import__(name)  # bench/ is not a package
 
 
