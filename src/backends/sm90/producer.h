@@ -4,9 +4,9 @@
 // - produce_paged: paged K/V; all 128 threads resolve rows through the page table, then
 //   either issue one TMA box per page (full tiles, power-of-two pages >= kMinTmaPageSize)
 //   or gather rows with 16-byte cp.async (any page size, zero-filling rows at and past
-//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA. It is
-//   instantiated twice (kTmaPages), so a launch whose pages are gathered runs code with no
-//   TMA path in it.
+//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still
+//   uses TMA. It is instantiated twice (kTmaPages), so a launch whose pages are gathered
+//   runs code with no TMA path in it.
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
@@ -104,8 +104,8 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
 
 // The page of row `tid` of KV tile `n`, or -1 for rows at or past kv_len (and tiles before
 // the unit's first). Each producer thread resolves one row of a tile into a shared table of
-// element offsets (row_offsets), so the gathers read one offset per row from shared memory
-// instead of walking the page table.
+// global addresses (row_addresses), so the gathers read one address per row from shared
+// memory instead of walking the page table.
 template <class Traits>
 __device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem& it, int n, int tid) {
   static_assert(Traits::kBlockN <= 128, "one producer thread per row of a KV tile");
@@ -114,13 +114,19 @@ __device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem
   return p.page_indices[it.kv_start + (p.page_shift >= 0 ? token >> p.page_shift : token / p.page_size)];
 }
 
-// (K, V) element offsets of that row: page * stride_page + slot * stride_n; -1 without a page.
+// Global addresses (K, V) of that row: page * stride_page + slot * stride_n from this
+// head's base, or 0 for a row without a page (past kv_len, or tiles before the unit's
+// first). Only the tile holding kv_len's end has such rows, and only it pays for the
+// zero fill (gather_tile's kTail).
 template <class Traits>
-__device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page, int n, int tid) {
-  if (page < 0) return make_longlong2(-1, -1);
+__device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int page, int n, int tid, int kv_head) {
+  using Element = typename Traits::Element;
+  if (page < 0) return make_ulonglong2(0, 0);
   const int token = n * Traits::kBlockN + tid;
   const int64_t slot = p.page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size;
-  return make_longlong2(page * p.k_stride_page + slot * p.k_stride_n, page * p.v_stride_page + slot * p.v_stride_n);
+  const Element* k = static_cast<const Element*>(p.k) + kv_head * p.k_stride_h + page * p.k_stride_page + slot * p.k_stride_n;
+  const Element* v = static_cast<const Element*>(p.v) + kv_head * p.v_stride_h + page * p.v_stride_page + slot * p.v_stride_n;
+  return make_ulonglong2(reinterpret_cast<unsigned long long>(k), reinterpret_cast<unsigned long long>(v));
 }
 
 // Paged gathers split each row between kGatherThreadsPerRow threads taking interleaved
@@ -138,8 +144,8 @@ __device__ __forceinline__ longlong2 row_offsets(const KernelParams& p, int page
 // bytes instead of 16, yet 2k page 16 ran 713 -> 561 us and 16k page 16 5.48 -> 3.94 ms,
 // with L2 66% -> 46% busy. T = 8 there (no spills) measured level: L2 47% -> 39%, time
 // within +-2.5% (eighteenth); T = 8 at D = 128 again after the producer's rework: +12-16%
-// (nineteenth): it doubles the rows per thread, and each row's ~20 instructions of
-// address and size arithmetic, not its shared-memory writes, bound the producer.
+// (nineteenth). More passes per thread cost more than whole-line copies and conflict-free
+// shared-memory writes gain: the producer's per-row work is its bottleneck.
 constexpr int kGatherThreadsPerRow = 4;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
@@ -166,30 +172,41 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
               gather_dst_is_swizzled_for_all_tiles<8>());
 
 // Copies one KV tile of one head from its pages into a swizzled stage buffer, 16 bytes per
-// cp.async; rows without a page become zeros (a zero V row keeps 0 * V finite where P is 0).
-// `base` points at this head; `offsets` is the shared address of the K or V column of the
-// row table (element offsets, -1 past kv_len).
-template <class Traits>
-__device__ __forceinline__ void gather_tile(uint32_t offsets, const typename Traits::Element* base,
-                                           typename Traits::Element* tile, int tid) {
+// cp.async. `addresses` is the shared address of the K or V column of the row table.
+// kTail (the tile holding kv_len's end): rows without a page (address 0) become zeros by a
+// zero source size, read from `fallback`, a valid address (a zero V row keeps 0 * V finite
+// where P is 0). Full tiles copy whole rows with no size operand or select: with them the
+// producer issued ~17 instructions of address arithmetic per 4 copies and was busy ~90% of
+// the time at page 16 (ncu, nineteenth session).
+template <class Traits, bool kTail>
+__device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fallback, typename Traits::Element* tile,
+                                           int tid) {
   constexpr int kThreadsPerRow = kGatherThreadsPerRow;
   constexpr int kRowsPerPass = 128 / kThreadsPerRow;
   constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
+  constexpr int kChunkBytes = Traits::kChunkCols * sizeof(typename Traits::Element);
   static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
   const int part = tid % kThreadsPerRow;
   const int row0 = tid / kThreadsPerRow;
-  const typename Traits::Element* src0 = base + part * Traits::kChunkCols;
 #pragma unroll
   for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
-    const int64_t offset = ptx::ld_shared_s64(offsets + row * sizeof(longlong2));
-    const bool valid = offset >= 0;
-    const typename Traits::Element* src = src0 + (valid ? offset : 0);
-    const uint32_t bytes = valid ? 16u : 0u;
+    const uint64_t address = ptx::ld_shared_u64(addresses + row * sizeof(ulonglong2));
+    if constexpr (kTail) {
+      const bool valid = address != 0;
+      const char* src = (valid ? reinterpret_cast<const char*>(address) : static_cast<const char*>(fallback)) +
+                        part * kChunkBytes;
 #pragma unroll
-    for (int j = 0; j < kCopies; ++j)
-      ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
-                                  src + j * kThreadsPerRow * Traits::kChunkCols, bytes);
+      for (int j = 0; j < kCopies; ++j)
+        ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
+                                    src + j * kThreadsPerRow * kChunkBytes, valid ? 16u : 0u);
+    } else {
+      const char* src = reinterpret_cast<const char*>(address) + part * kChunkBytes;
+#pragma unroll
+      for (int j = 0; j < kCopies; ++j)
+        ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
+                                    src + j * kThreadsPerRow * kChunkBytes);
+    }
   }
 }
 
@@ -265,9 +282,11 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
           return;
         }
       }
-      const Element* base = v_side ? static_cast<const Element*>(p.v) + kv_head * p.v_stride_h
-                                   : static_cast<const Element*>(p.k) + kv_head * p.k_stride_h;
-      gather_tile<Traits>(ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(int64_t) : 0), base, tile, tid);
+      const uint32_t addresses = ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(uint64_t) : 0);
+      if ((n + 1) * kBlockN <= t.item.kv_len)
+        gather_tile<Traits, false>(addresses, nullptr, tile, tid);
+      else
+        gather_tile<Traits, true>(addresses, v_side ? p.v : p.k, tile, tid);
       ptx::mbar_arrive_cp_async(full);
     };
     auto gather_k = [&](int b, int n) {
@@ -292,7 +311,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
           return;
         }
       }
-      if (tid < kBlockN) s.kv_rows[b][tid] = row_offsets<Traits>(p, page, n, tid);
+      if (tid < kBlockN) s.kv_rows[b][tid] = row_addresses<Traits>(p, page, n, tid, kv_head);
     };
     const int first = t.item.n_end - 1;
     int cur = table;  // tile n's buffer

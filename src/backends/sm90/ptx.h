@@ -1,5 +1,5 @@
 // Thin wrappers over the Hopper instructions the sm90 kernels use directly: mbarriers,
-// TMA tile loads, cp.async with zero fill, named barriers, proxy fences and setmaxnreg.
+// TMA tile loads, cp.async (with zero fill), named barriers, proxy fences and setmaxnreg.
 // Each is one instruction (or a wait loop around one), so the kernel reads like the PTX.
 #pragma once
 #include <cstdint>
@@ -59,9 +59,9 @@ __device__ __forceinline__ void mbar_arrive_cp_async(uint64_t* bar) {
 // ---- shared memory ----------------------------------------------------------------------
 
 // A 64-bit load from a shared-memory address (the kernel's storage pointer is generic).
-__device__ __forceinline__ int64_t ld_shared_s64(uint32_t addr) {
-  int64_t v;
-  asm volatile("ld.shared.s64 %0, [%1];" : "=l"(v) : "r"(addr));
+__device__ __forceinline__ uint64_t ld_shared_u64(uint32_t addr) {
+  uint64_t v;
+  asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(addr));
   return v;
 }
 
@@ -99,21 +99,18 @@ constexpr uint64_t kEvictLast = 0x14F0000000000000ull;
 
 // ---- cp.async ---------------------------------------------------------------------------
 
-// 16-byte copy global -> shared; src_bytes = 0 writes zeros without reading global memory.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes)
+// A whole 16-byte copy global -> shared (no size operand, no zero fill) with an L2
+// evict-last hint: paged K/V rows are re-read by every query tile.
+__device__ __forceinline__ void cp_async_16_evict_last(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(smem_addr(smem)), "l"(gmem),
+               "l"(kEvictLast)
                : "memory");
 }
-// The same with an L2 evict-last hint: paged K/V rows are re-read by every query tile.
+// The same with a source size: src_bytes = 0 writes zeros without reading global memory.
 __device__ __forceinline__ void cp_async_16_evict_last(void* smem, const void* gmem, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(src_bytes), "l"(kEvictLast)
                : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // Orders this thread's generic-proxy shared-memory writes (cp.async, st.shared) before

@@ -32,11 +32,12 @@ struct SharedStorage {
   uint64_t k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages];
   uint64_t v_empty[Traits::kStages];
-  // Paged K/V only: element offsets (K, V) of each row of a KV tile, -1 for rows past
-  // kv_len; three tiles' tables rotate (producer.h). Wide kernels of head dims that never
-  // run paged K/V (kWidePaged) keep one row (D = 256 wide needs the 4.7 KB).
+  // Paged K/V only: global addresses (K, V) of each row of a KV tile, 0 for rows past
+  // kv_len (and tiles before the unit's first); three tiles' tables rotate
+  // (producer.h). Wide kernels of head dims that never run paged K/V (kWidePaged) keep one
+  // row (D = 256 wide needs the 4.7 KB).
   static constexpr int kRowTableRows = Traits::kWide && !kWidePaged<Traits::kHeadDim> ? 1 : Traits::kBlockN;
-  longlong2 kv_rows[3][kRowTableRows];
+  ulonglong2 kv_rows[3][kRowTableRows];
   int kv_pages[3][kRowTableRows];  // the page of each page block of a tile (TMA page loads)
 };
 
