@@ -144,8 +144,9 @@ __device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int p
 // bytes instead of 16, yet 2k page 16 ran 713 -> 561 us and 16k page 16 5.48 -> 3.94 ms,
 // with L2 66% -> 46% busy. T = 8 there (no spills) measured level: L2 47% -> 39%, time
 // within +-2.5% (eighteenth); T = 8 at D = 128 again after the producer's rework: +12-16%
-// (nineteenth). More passes per thread cost more than whole-line copies and conflict-free
-// shared-memory writes gain: the producer's per-row work is its bottleneck.
+// (nineteenth), and +0.5-1.6% once full tiles took the lean copies below (twentieth). More
+// passes per thread cost more than whole-line copies and conflict-free shared-memory writes
+// gain.
 constexpr int kGatherThreadsPerRow = 4;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
@@ -177,7 +178,9 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 // zero source size, read from `fallback`, a valid address (a zero V row keeps 0 * V finite
 // where P is 0). Full tiles copy whole rows with no size operand or select: with them the
 // producer issued ~17 instructions of address arithmetic per 4 copies and was busy ~90% of
-// the time at page 16 (ncu, nineteenth session).
+// the time at page 16 (ncu, nineteenth session). No zero row in device memory for rows past
+// kv_len instead of the tail path: every SM's copies then hit the same L2 lines, and
+// 64-token requests at page 1 ran 4.2x slower (twentieth).
 template <class Traits, bool kTail>
 __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fallback, typename Traits::Element* tile,
                                            int tid) {
