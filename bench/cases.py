@@ -120,9 +120,11 @@ def chunk(quick: bool) -> List[Case]:
 
 
 def paged(quick: bool) -> List[Case]:
-    """The dense and window cases with pages, beside the same shape ragged (page_size 0).
-    D = 128 takes every mask; D = 64 and 256, whose paged kernels gather rows of other widths,
-    one short non-causal and one long causal shape each."""
+    """The dense and window cases with pages, between two readings of the same shape ragged
+    (page_size 0, before and after the pages: the ratios divide by their mean, and the pair
+    shows a drift of the GPU's clocks within the shape). D = 128 takes every mask; D = 64 and
+    256, whose paged kernels gather rows of other widths, one short non-causal and one long
+    causal shape each."""
     shapes = [(16384, True, -1, 128)] if quick else [
         (2048, False, -1, 128), (2048, True, -1, 128), (16384, False, -1, 128),
         (16384, True, -1, 128), (16384, True, 4096, 128),
@@ -132,10 +134,10 @@ def paged(quick: bool) -> List[Case]:
     for s, causal, w, d in shapes:
         h = HIDDEN // d
         shape = f"D={d} S={s} {_mask_name(causal)}" + (f" W={w}" if w >= 0 else "")
-        for p in pages:
-            kind = f"page {p}" if p else "ragged"
+        for p, again in [(p, False) for p in pages] + [(0, True)]:
+            kind = "ragged again" if again else f"page {p}" if p else "ragged"
             cases.append(Case("paged", f"paged {shape} {kind}", TOKENS // s, s, s, h, h, d,
-                              causal, w, p, plot=dict(shape=shape, page_size=p)))
+                              causal, w, p, plot=dict(shape=shape, page_size=p, again=again)))
     return cases
 
 

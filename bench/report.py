@@ -157,27 +157,40 @@ def _window_vs_none(results: dict):
     return "time vs no window (best flashband)", f
 
 
+def ragged_tflops(results: dict, shape: str, impl: str) -> Optional[float]:
+    """The paged section's ragged TFLOP/s of one shape and implementation, which its paged
+    ratios divide by: the mean of the trusted readings taken before and after the shape's
+    paged rows, so that a drift of the GPU's clocks within the shape is split between them.
+    Older results, with one reading, give that one."""
+    values = [c["results"][impl]["tflops"] for c in results["cases"]
+              if c["section"] == "paged" and c["plot"]["shape"] == shape and c["plot"]["page_size"] == 0
+              and ok(c["results"].get(impl))]
+    return sum(values) / len(values) if values else None
+
+
 def _paged_table(results: dict, notes: Footnotes) -> List[str]:
     cases = [c for c in results["cases"] if c["section"] == "paged"]
     if not cases:
         return ["(not run)"]
     impls = [n for n in _impl_columns(results, "paged") if n.startswith("flashband")]
-    shapes: Dict[str, Dict[int, dict]] = {}
+    # Columns: ragged, the pages, ragged again (the second reading, where the run has one).
+    shapes: Dict[str, Dict[tuple, dict]] = {}
     for c in cases:
-        shapes.setdefault(c["plot"]["shape"], {})[c["plot"]["page_size"]] = c
-    pages = sorted({p for by_page in shapes.values() for p in by_page})
-    header = ["shape", "backend"] + [f"page {p}" if p else "ragged" for p in pages]
+        shapes.setdefault(c["plot"]["shape"], {})[(c["plot"].get("again", False), c["plot"]["page_size"])] = c
+    columns = sorted({k for by_kind in shapes.values() for k in by_kind})
+    header = ["shape", "backend"] + ["ragged again" if again else f"page {p}" if p else "ragged"
+                                     for again, p in columns]
     rows = []
-    for shape, by_page in shapes.items():
+    for shape, by_kind in shapes.items():
         for n in impls:
-            ragged = by_page.get(0, {}).get("results", {}).get(n)
+            ragged = ragged_tflops(results, shape, n)
             row = [shape, short(n)]
-            for p in pages:
-                c = by_page.get(p)
+            for again, p in columns:
+                c = by_kind.get((again, p))
                 r = c["results"].get(n) if c else None
                 text = cell(r, "tflops", notes, n, c["name"]) if c else ""
-                if p and ok(r) and ok(ragged):
-                    text += f" ({r['tflops'] / ragged['tflops']:.2f}x)"
+                if p and ok(r) and ragged:
+                    text += f" ({r['tflops'] / ragged:.2f}x)"
                 row.append(text)
             rows.append(row)
     return table(header, rows)
@@ -217,7 +230,9 @@ def _repeats_table(results: dict) -> List[str]:
     header = ["problem", "sections"] + [short(n) for n in impls]
     rows = []
     for g in groups:
-        row = [g[0]["name"], ", ".join(c["section"] for c in g)]
+        sections = [c["section"] for c in g]
+        row = [g[0]["name"], ", ".join(f"{x} ×{sections.count(x)}" if sections.count(x) > 1 else x
+                                       for x in dict.fromkeys(sections))]
         for n in impls:
             rs = [c["results"][n] for c in g if ok(c["results"].get(n))]
             if len(rs) < 2:
@@ -270,6 +285,8 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
                "counted as best. — : not supported by that implementation (not an error). "
                "`auto`: the backend flashband's auto selection picks.")
     out.append("")
+    # Runs since the twentieth session read each paged shape ragged twice (cases.paged).
+    bracketed = any(c["plot"].get("again") for c in results["cases"] if c["section"] == "paged")
     sections = [
         ("1. Dense prefill", "B·S = 16k tokens, H·D = 2048, TFLOP/s. Peers: cuDNN and "
          "FlashAttention-2 through torch SDPA.", _section_table(results, "dense", ["D", "S", "mask"], notes)),
@@ -280,7 +297,9 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
          "bottom-right (SDPA with `causal_lower_right`), TFLOP/s.",
          _section_table(results, "chunk", ["chunk", "W"], notes)),
         ("4. Paged KV", "The same shapes with a paged cache (pages shuffled), TFLOP/s and the "
-         "ratio to the same backend on the ragged (contiguous) KV.", _paged_table(results, notes)),
+         "ratio to the same backend on the ragged (contiguous) KV" + (
+             ": the mean of its readings before and after the pages (ragged, ragged again)."
+             if bracketed else "."), _paged_table(results, notes)),
         ("5. Decode", "Hq = 32, Hk = 8, D = 128, page size 16, TB/s of Q, K, V, O moved once. "
          "Peers read the same pages as one contiguous KV.",
          _section_table(results, "decode", ["B", "kv"], notes, _decode_extra(results))),
@@ -288,10 +307,14 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
          "issue names, in this run (`bench/targets.py`): cuDNN is the faster of flashband's "
          "cuDNN graph and SDPA's; band share: time with the window over (visible-pair share x "
          "time without it).", _targets(results)),
-        ("7. Problems measured twice", "Shapes that two or three sections share (same "
-         "problem, same entry point), TFLOP/s: each implementation's lowest and highest "
-         "trusted reading in this run and how far apart they are, the run's own noise (the "
-         "ratios of sections 2, 4 and 6 divide by one such reading). " + _repeats_note(results),
+        ("7. Problems measured twice", "Shapes that two or three sections share" + (
+             ", and the paged section's two ragged readings of each shape" if bracketed else "") +
+         " (same problem, same entry point), TFLOP/s: each implementation's lowest and highest "
+         "trusted reading in this run and how far apart they are, the run's own noise (" + (
+             "the window ratios of sections 2 and 6 divide by one such reading, the paged ratios "
+             "of sections 4 and 6 by the mean of the paged section's two). " if bracketed else
+             "the ratios of sections 2, 4 and 6 divide by one such reading). ")
+         + _repeats_note(results),
          _repeats_table(results)),
     ]
     for title, text, body in sections:
@@ -353,7 +376,6 @@ def _panel(ax, series, title: str, xlabel: str, ylabel: str, logx: bool = True):
 def _paged_panel(ax, paged: List[dict], names: List[str]) -> None:
     """Paged / ragged TFLOP/s of the same backend: one dot per shape, the line through their
     geometric mean."""
-    ragged = {c["plot"]["shape"]: c for c in paged if c["plot"]["page_size"] == 0}
     sizes = sorted({c["plot"]["page_size"] for c in paged if c["plot"]["page_size"]})
     for n in names:
         if not n.startswith("flashband"):
@@ -362,10 +384,9 @@ def _paged_panel(ax, paged: List[dict], names: List[str]) -> None:
         for p in sizes:
             ratios = []
             for c in paged:
-                base = ragged.get(c["plot"]["shape"])
-                if c["plot"]["page_size"] == p and base and ok(c["results"].get(n)) \
-                        and ok(base["results"].get(n)):
-                    ratios.append(c["results"][n]["tflops"] / base["results"][n]["tflops"])
+                base = ragged_tflops({"cases": paged}, c["plot"]["shape"], n)
+                if c["plot"]["page_size"] == p and base and ok(c["results"].get(n)):
+                    ratios.append(c["results"][n]["tflops"] / base)
             if ratios:
                 ax.plot([p] * len(ratios), ratios, ".", color=color(n), alpha=0.4)
                 line.append((p, math.exp(sum(map(math.log, ratios)) / len(ratios))))

@@ -241,3 +241,55 @@ def test_remeasure_runs_the_same_measure_on_fresh_inputs():
     assert made == [case.name]
     assert r["ms"] == 2.0 and abs(r["tflops"] - case.flops / 2.0 / 1e9) < 1e-6
     assert r["max_abs_err"] == 0.001 and r["variant"] == "v"
+
+
+def test_paged_ratios_divide_by_the_mean_of_the_two_ragged_readings():
+    report, targets, cases = _bench_module("report"), _targets_module(), _bench_module("cases")
+    # The matrix brackets every shape's pages with a ragged reading before and after.
+    paged = cases.paged(quick=False)
+    for shape in {c.plot["shape"] for c in paged}:
+        kinds = [c.name.split(shape + " ")[1] for c in paged if c.plot["shape"] == shape]
+        assert kinds == ["ragged", "page 1", "page 16", "page 128", "ragged again"]
+    assert paged[0].describe() == paged[4].describe() | {"name": paged[0].name}  # one problem
+
+    sm90 = "flashband-sm90"
+    shape = "D=128 S=2048 non-causal"
+
+    def case(page, again, tflops):
+        return _case("paged", {"shape": shape, "page_size": page, "again": again}, 1.0,
+                     {sm90: _timed(tflops)} if tflops else {})
+
+    # ragged 600 before the pages and 500 after (clocks dropped): ratios over 550
+    results = {"cases": [case(0, False, 600), case(16, False, 495), case(1, False, 440),
+                         case(0, True, 500)], "ceilings": {}}
+    lines = report._paged_table(results, report.Footnotes())
+    assert lines[0] == "| shape | backend | ragged | page 1 | page 16 | ragged again |"
+    assert lines[2] == f"| {shape} | sm90 | 600 | 440 (0.80x) | 495 (0.90x) | 500 |"
+    rows = {t: (m, ok) for _, t, m, ok in targets.rows(results)}
+    assert rows["sm90 paged page 16 >= 0.95x ragged"] == ("0.90x", "no")
+    assert rows["sm90 paged page 1 >= 0.85x ragged"] == ("0.80x", "no")
+    # an untrusted or missing second reading leaves the first alone
+    results["cases"][-1]["results"] = {sm90: _timed(500, err=0.5)}
+    assert report.ragged_tflops(results, shape, sm90) == 600
+    results["cases"].pop()
+    assert report.ragged_tflops(results, shape, sm90) == 600
+    assert report.ragged_tflops(results, shape, "flashband-sm80") is None
+
+
+def test_problems_measured_twice_count_a_section_s_readings():
+    report = _bench_module("report")
+    results = {"cases": [_repeat_case("dense", "a", SHAPE, {"flashband-sm90": _timed(600)}),
+                         _repeat_case("paged", "b", SHAPE, {"flashband-sm90": _timed(612)}),
+                         _repeat_case("paged", "c", SHAPE, {"flashband-sm90": _timed(606)})]}
+    assert report._repeats_table(results)[2] == "| a | dense, paged ×2 | 600–612 (2%) |"
+
+
+def test_the_page_says_what_paged_ratios_divide_by():
+    report = _bench_module("report")
+    bracketed = report.fake_results()
+    md = report.markdown(bracketed, [])
+    assert "| ragged again |" in md and "the mean of its readings before and after" in md
+    # a results file from before the second ragged reading renders as it did
+    older = dict(bracketed, cases=[c for c in bracketed["cases"] if not c["plot"].get("again")])
+    md = report.markdown(older, [])
+    assert "ragged again" not in md and "the ratios of sections 2, 4 and 6 divide by one" in md
