@@ -283,6 +283,27 @@ std::vector<Named> edge_cases() {
       c.page_size = 16;
       v.push_back({"many_units", c});
     }
+    // sm90's paged producers with two Q buffers issue a unit's last V after the next unit's
+    // first K, so the row tables and ring stages carry across unit boundaries: TMA pages at
+    // D = 128 (pages of 128 and 256, the last tile of a request gathered), the 192-row D = 64
+    // tile, and units of 4 to 15 KV tiles between one-tile and empty ones.
+    for (int ps : {128, 256}) {
+      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, 128, ps == 128 ? bf16 : f16, ps == 256);
+      c.page_size = ps;
+      v.push_back({"many_units", c});
+    }
+    {
+      Case c = make(E::kPaged, tall.qo, tall.kv, 8, 2, 64, bf16, false);
+      c.page_size = 16;
+      v.push_back({"many_units", c});
+    }
+    {
+      ManyRequests longer = m;
+      for (std::size_t i = 1; i < longer.kv.size(); i += 3) longer.kv[i] = 500 + static_cast<int>(i) * 23;
+      Case c = make(E::kPaged, longer.qo, longer.kv, 8, 2, 128, bf16, true);
+      c.page_size = 16;
+      v.push_back({"many_units", c});
+    }
   }
   // Outputs with padding between tokens (8 or 16 elements: GPU rows stay 16-byte aligned),
   // which must stay unwritten.
@@ -394,8 +415,10 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
     for (int qo : n.c.qo_lens) units += (qo + block_m - 1) / block_m * n.c.num_qo_heads;
     EXPECT_GE(units, 3 * 132) << n.c.name();
     ++checked;
+    if (n.c.entry == EntryPoint::kPaged && n.c.head_dim == 64 && !n.c.causal)
+      EXPECT_EQ(block_m, 192) << n.c.name() << ": meant for the tall D = 64 paged tile";
   }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 14);
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }
