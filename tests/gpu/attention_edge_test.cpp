@@ -283,10 +283,11 @@ std::vector<Named> edge_cases() {
       c.page_size = 16;
       v.push_back({"many_units", c});
     }
-    // sm90's paged producers with two Q buffers issue a unit's last V after the next unit's
-    // first K, so the row tables and ring stages carry across unit boundaries: TMA pages at
-    // D = 128 (pages of 128 and 256, the last tile of a request gathered), the 192-row D = 64
-    // tile, and units of 4 to 15 KV tiles between one-tile and empty ones.
+    // Paged units back to back on every CTA, where sm90's producer carries its row tables
+    // and ring stages from one unit to the next (and a prepared variant carries a unit's
+    // last V into the next unit's start): TMA pages at D = 128 (pages of 128 and 256, the
+    // last tile of a request gathered), the 192-row D = 64 tile, and units of 4 to 15 KV
+    // tiles between one-tile and empty ones.
     for (int ps : {128, 256}) {
       Case c = make(E::kPaged, m.qo, m.kv, 8, 2, 128, ps == 128 ? bf16 : f16, ps == 256);
       c.page_size = ps;

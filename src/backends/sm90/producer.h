@@ -4,9 +4,9 @@
 // - produce_paged: paged K/V; all 128 threads resolve rows through the page table, then
 //   either issue one TMA box per page (full tiles, power-of-two pages >= kMinTmaPageSize)
 //   or gather rows with 16-byte cp.async (any page size, zero-filling rows at and past
-//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still
-//   uses TMA. It is instantiated twice (kTmaPages), so a launch whose pages are gathered
-//   runs code with no TMA path in it.
+//   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA. It is
+//   instantiated twice (kTmaPages), so a launch whose pages are gathered runs code with no
+//   TMA path in it.
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
