@@ -275,7 +275,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
       if (fuse) {
         // PV(n_begin) of this unit and QK^T(first tile) of the next, one ping-pong turn.
         // The next unit's Q is in the other buffer (kQStages = 2), requested by the producer
-        // once it issued this unit's last V, and its first K is the next ring stage.
+        // at that unit's start, and its first K is the next ring stage.
         const QSlot<Traits> qn(q_round + 1);
         ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
         ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);

@@ -240,12 +240,68 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // The producer keeps 32 registers (24 at D = 256), so what can be derived is derived:
   // tile n+1's stage is the one before `ring`, its buffer the one before `cur`.
   int table = 0;  // the buffer the next unit's first table goes to
+  // A unit's last V goes out after the next unit's first K: its stage frees a step later
+  // than that K's, and waiting for it first put the next unit's page lookups, row table and
+  // gather behind it, so the consumers waited for that K at every unit start (ncu,
+  // twentieth session). last_v: its table buffer, -1 for none; last_v_n, last_v_full and
+  // last_v_head: its tile, whether that tile is full, its KV head. Not at D = 256: with one
+  // Q buffer the next unit's Q waits for the consumers to pass this unit's last QK^T, and
+  // the 24-register producer spilled 380 bytes holding the deferred tile.
+  constexpr bool kDeferLastV = Traits::kQStages > 1;
+  int last_v = -1, last_v_n = 0, last_v_head = 0;
+  bool last_v_full = false;
   // Pages per full tile and TMA boxes per full tile (pages x 64-column blocks), divided
   // once here.
   constexpr int kColBlocks = Traits::kHeadDim / 64;
   const int tile_pages = kTmaPages ? kBlockN / p.paged_tma_rows : 0;
   const int boxes = tile_pages * kColBlocks;
   auto next = [](int b) { return b == 2 ? 0 : b + 1; };
+  // Tile n (full: it ends at or before kv_len) from table b into a stage: TMA boxes per
+  // page when the tile is full and pages are large, else the cp.async gather.
+  auto load_tile = [&](int b, int n, bool full_tile, int kv_head, bool v_side, int stage) {
+    uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
+    Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
+    if constexpr (kTmaPages) {  // the gather-only instantiation has no TMA path at all
+      if (full_tile) {
+        // One box per thread (4 at most: 2 pages x 2 column blocks at D = 128, 1 x 4 at
+        // D = 256), so the boxes go out together rather than one after another from one
+        // thread. Thread 0's arrival carries the tile's byte count; the others' copies may
+        // land before it, which the barrier's transaction count allows (it may go negative
+        // until then). The barrier expects 128 arrivals (the gather's per-thread cp.async
+        // arrivals); here lane 0 of each warp arrives for its warp: 5 shared atomics
+        // instead of 128.
+        if (tid < boxes) {
+          const int page_block = tid / kColBlocks, c = tid % kColBlocks;
+          const int r = page_block * p.paged_tma_rows;
+          ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
+                           (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][page_block],
+                           ptx::kEvictLast);
+        }
+        if (tid == 0) {
+          ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
+          ptx::mbar_arrive(full, 31);
+        } else if (tid % 32 == 0) {
+          ptx::mbar_arrive(full, 32);
+        }
+        return;
+      }
+    }
+    const uint32_t addresses = ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(uint64_t) : 0);
+    if (full_tile)
+      gather_tile<Traits, false>(addresses, nullptr, tile, tid);
+    else
+      gather_tile<Traits, true>(addresses, v_side ? p.v : p.k, tile, tid);
+    ptx::mbar_arrive_cp_async(full);
+  };
+  auto gather_v_before = [&](int b, int n, bool full_tile, int kv_head) {  // in the stage before `ring`
+    const int stage = ring.stage == 0 ? kStages - 1 : ring.stage - 1;
+    const uint32_t phase = ring.stage == 0 ? ring.phase ^ 1u : ring.phase;
+    ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
+    load_tile(b, n, full_tile, kv_head, true, stage);
+  };
+  auto gather_last_v = [&] {
+    if (last_v >= 0) gather_v_before(last_v, last_v_n, last_v_full, last_v_head);
+  };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
     if (tid == 0) prefetch_unit(p, unit_of_round(round + 1));
@@ -253,54 +309,13 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     ++q_round;
     const int kv_head = t.head / p.group_size;
-    // Whether tile n comes in as TMA boxes (full tiles of large pages) or is gathered.
-    auto tile_by_tma = [&](int n) { return kTmaPages && (n + 1) * kBlockN <= t.item.kv_len; };
-    // Tile n from table b into a stage: TMA boxes per page when the tile is full and pages
-    // are large, else the cp.async gather.
-    auto load_tile = [&](int b, int n, bool v_side, int stage) {
-      uint64_t* full = v_side ? &s.v_full[stage] : &s.k_full[stage];
-      Element* tile = (v_side ? s.v : s.k) + stage * Traits::kTileElems;
-      if constexpr (kTmaPages) {  // the gather-only instantiation has no TMA path at all
-        if (tile_by_tma(n)) {
-          // One box per thread (4 at most: 2 pages x 2 column blocks at D = 128, 1 x 4 at
-          // D = 256), so the boxes go out together rather than one after another from one
-          // thread. Thread 0's arrival carries the tile's byte count; the others' copies may
-          // land before it, which the barrier's transaction count allows (it may go negative
-          // until then). The barrier expects 128 arrivals (the gather's per-thread cp.async
-          // arrivals); here lane 0 of each warp arrives for its warp: 5 shared atomics
-          // instead of 128.
-          if (tid < boxes) {
-            const int page_block = tid / kColBlocks, c = tid % kColBlocks;
-            const int r = page_block * p.paged_tma_rows;
-            ptx::tma_load_4d(v_side ? &p.tma_v : &p.tma_k, full, tile + c * kBlockN * 64 + r * 64, c * 64,
-                             (n * kBlockN + r) & (p.page_size - 1), kv_head, s.kv_pages[b][page_block],
-                             ptx::kEvictLast);
-          }
-          if (tid == 0) {
-            ptx::mbar_arrive_expect_tx(full, Traits::kKVBytes);
-            ptx::mbar_arrive(full, 31);
-          } else if (tid % 32 == 0) {
-            ptx::mbar_arrive(full, 32);
-          }
-          return;
-        }
-      }
-      const uint32_t addresses = ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(uint64_t) : 0);
-      if ((n + 1) * kBlockN <= t.item.kv_len)
-        gather_tile<Traits, false>(addresses, nullptr, tile, tid);
-      else
-        gather_tile<Traits, true>(addresses, v_side ? p.v : p.k, tile, tid);
-      ptx::mbar_arrive_cp_async(full);
-    };
+    // Whether tile n ends at or before kv_len (no zero fill), and whether it comes in as TMA
+    // boxes (full tiles of large pages) rather than gathered.
+    auto full_tile = [&](int n) { return (n + 1) * kBlockN <= t.item.kv_len; };
+    auto tile_by_tma = [&](int n) { return kTmaPages && full_tile(n); };
     auto gather_k = [&](int b, int n) {
       ptx::mbar_wait(&s.k_empty[ring.stage], ring.phase ^ 1u);
-      load_tile(b, n, false, ring.stage);
-    };
-    auto gather_v_before = [&](int b, int n) {  // V of tile n, in the stage before `ring`
-      const int stage = ring.stage == 0 ? kStages - 1 : ring.stage - 1;
-      const uint32_t phase = ring.stage == 0 ? ring.phase ^ 1u : ring.phase;
-      ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
-      load_tile(b, n, true, stage);
+      load_tile(b, n, full_tile(n), kv_head, false, ring.stage);
     };
     // This thread's page of tile n: its row's for a gathered tile, the first row of page
     // block tid for a TMA tile (-1 past the tile's pages: lookup_page refuses rows >= kBlockN).
@@ -322,6 +337,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     ptx::named_sync(kProducerBarrier, 128);
     int ahead = lookup(first - 1);
     gather_k(cur, first);
+    if constexpr (kDeferLastV) gather_last_v();
     store_rows(next(cur), ahead, first - 1);
     ring.advance();
     cur = next(cur);
@@ -329,14 +345,22 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       ptx::named_sync(kProducerBarrier, 128);
       ahead = lookup(n - 1);
       gather_k(cur, n);
-      gather_v_before(next(next(cur)), n + 1);
+      gather_v_before(next(next(cur)), n + 1, full_tile(n + 1), kv_head);
       store_rows(next(cur), ahead, n - 1);
       ring.advance();
       cur = next(cur);
     }
-    gather_v_before(next(next(cur)), t.item.n_begin);
+    if constexpr (kDeferLastV) {
+      last_v = next(next(cur));
+      last_v_n = t.item.n_begin;
+      last_v_full = full_tile(t.item.n_begin);
+      last_v_head = kv_head;
+    } else {
+      gather_v_before(next(next(cur)), t.item.n_begin, full_tile(t.item.n_begin), kv_head);
+    }
     table = cur;  // holds only the rows of tile n_begin - 1, which nobody reads
   }
+  gather_last_v();
 }
 
 }  // namespace flashband::sm90
