@@ -245,8 +245,9 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // gather behind it, so the consumers waited for that K at every unit start (ncu,
   // twentieth session). last_v: its table buffer, -1 for none; last_v_n, last_v_full and
   // last_v_head: its tile, whether that tile is full, its KV head. Not at D = 256: with one
-  // Q buffer the next unit's Q waits for the consumers to pass this unit's last QK^T, and
-  // the 24-register producer spilled 380 bytes holding the deferred tile.
+  // Q buffer the next unit's Q waits for the consumers to pass this unit's last QK^T, so
+  // the deferred V came later still, and the consumers waited for it at their last P V:
+  // 4-23% slower, 6-13% with that Q load moved after the V (ncu, twenty-first session).
   constexpr bool kDeferLastV = Traits::kQStages > 1;
   int last_v = -1, last_v_n = 0, last_v_head = 0;
   bool last_v_full = false;
