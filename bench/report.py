@@ -381,10 +381,11 @@ def _paged_panel(ax, paged: List[dict], names: List[str]) -> None:
         if not n.startswith("flashband"):
             continue
         line = []
+        bases = {shape: ragged_tflops({"cases": paged}, shape, n) for shape in {c["plot"]["shape"] for c in paged}}
         for p in sizes:
             ratios = []
             for c in paged:
-                base = ragged_tflops({"cases": paged}, c["plot"]["shape"], n)
+                base = bases[c["plot"]["shape"]]
                 if c["plot"]["page_size"] == p and base and ok(c["results"].get(n)):
                     ratios.append(c["results"][n]["tflops"] / base)
             if ratios:

@@ -284,8 +284,8 @@ std::vector<Named> edge_cases() {
       v.push_back({"many_units", c});
     }
     // Paged units back to back on every CTA, where sm90's producer carries its row tables
-    // and ring stages from one unit to the next (and a prepared variant carries a unit's
-    // last V into the next unit's start): TMA pages at D = 128 (pages of 128 and 256, the
+    // and ring stages from one unit to the next (and, at D = 64 and 128, a unit's last V
+    // into the next unit's start): TMA pages at D = 128 (pages of 128 and 256, the
     // last tile of a request gathered), the 192-row D = 64 tile, and units of 4 to 15 KV
     // tiles between one-tile and empty ones.
     for (int ps : {128, 256}) {

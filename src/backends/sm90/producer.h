@@ -195,20 +195,16 @@ __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fall
   for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
     const uint64_t address = ptx::ld_shared_u64(addresses + row * sizeof(ulonglong2));
-    if constexpr (kTail) {
-      const bool valid = address != 0;
-      const char* src = (valid ? reinterpret_cast<const char*>(address) : static_cast<const char*>(fallback)) +
-                        part * kChunkBytes;
+    const bool valid = !kTail || address != 0;
+    const char* src = (valid ? reinterpret_cast<const char*>(address) : static_cast<const char*>(fallback)) +
+                      part * kChunkBytes;
 #pragma unroll
-      for (int j = 0; j < kCopies; ++j)
-        ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
-                                    src + j * kThreadsPerRow * kChunkBytes, valid ? 16u : 0u);
-    } else {
-      const char* src = reinterpret_cast<const char*>(address) + part * kChunkBytes;
-#pragma unroll
-      for (int j = 0; j < kCopies; ++j)
-        ptx::cp_async_16_evict_last(tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN),
-                                    src + j * kThreadsPerRow * kChunkBytes);
+    for (int j = 0; j < kCopies; ++j) {
+      auto* dst = tile + gather_dst<kThreadsPerRow>(row, part, j, Traits::kBlockN);
+      if constexpr (kTail)
+        ptx::cp_async_16_evict_last(dst, src + j * kThreadsPerRow * kChunkBytes, valid ? 16u : 0u);
+      else
+        ptx::cp_async_16_evict_last(dst, src + j * kThreadsPerRow * kChunkBytes);
     }
   }
 }
