@@ -23,6 +23,7 @@
 #include "backends/sm90/schedule.h"
 #include "backends/sm90/shared_storage.h"
 #include "backends/sm90/softmax.h"
+#include "backends/sm90/trace.h"
 #include "core/mask.h"
 
 namespace flashband::sm90 {
@@ -171,6 +172,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   };
 
   pingpong_start<Traits>(slab);
+  Trace trace(p);
 
   // A unit's geometry: its mask and the rows of this warpgroup's slab.
   struct Geometry {
@@ -211,6 +213,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     Unit next{};  // the next unit, once loaded (next_loaded)
     bool next_loaded = false;
     bool fuse = false;  // this unit's last step also starts the next one
+    trace(kTrUnit);
     if (!primed) {
       clear(tOrO);
       softmax.reset();
@@ -224,15 +227,20 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         const QSlot<Traits> q(q_round);
         q_buffer = q.buffer;
         ptx::mbar_wait(&s.q_full[q.buffer], q.parity);
+        trace(kTrQReady);
         wait_full(&s.k_full[ring.stage], ring.phase);
+        trace(kTrKVReady);
         issue_qk(ring.stage);
+        trace(kTrIssued);
         warpgroup_wait<0>();
+        trace(kTrSDone);
       }
       {  // S of tile n_end - 1 is complete (issued above or by the previous unit's last step)
         float correction[kRows];
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
         (void)score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);  // O is 0: no rescale
+        trace(kTrScored);
         convert_p();
         v_ring = ring;  // where P's V tile is
         ring.advance();
@@ -247,16 +255,22 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         } else {
           ptx::mbar_wait(&s.k_full[ring.stage], ring.phase);
         }
+        trace(kTrKVReady);
         pingpong_wait<Traits>(slab);
+        trace(kTrTurn);
         issue_qk(ring.stage);
         if constexpr (!kPaged) ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
         issue_pv(v_ring.stage);
         pingpong_pass<Traits>(slab);
+        trace(kTrIssued);
         warpgroup_wait<1>();  // QK^T(n) done, PV(n+1) may still run
+        trace(kTrSDone);
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
         const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
+        trace(kTrScored);
         warpgroup_wait<0>();  // PV(n+1) done: O and P are free
+        trace(kTrPVDone);
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(rP);
         warp_release(&s.v_empty[v_ring.stage]);
@@ -280,16 +294,21 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         ptx::mbar_wait(&s.v_full[v_ring.stage], v_ring.phase);
         ptx::mbar_wait(&s.q_full[qn.buffer], qn.parity);
         wait_full(&s.k_full[ring.stage], ring.phase);  // one proxy fence covers V and K
+        trace(kTrKVReady);
         pingpong_wait<Traits>(slab);
+        trace(kTrTurn);
         issue_pv(v_ring.stage);
         q_buffer = qn.buffer;
         issue_qk(ring.stage);
         pingpong_pass<Traits>(slab);
+        trace(kTrIssued);
         finish_rows();  // under the GEMMs
         warpgroup_wait<1>();  // PV(n_begin) done: O final; the next QK^T may still run
+        trace(kTrPVDone);
         warpgroup_fence_operand(tOrO);
         warp_release(&s.v_empty[v_ring.stage]);
         store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
+        trace(kTrStored);
         // The next unit starts from O = 0 and an empty softmax, with its first S tile.
         // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
         // a path that could leave here with the QK^T in flight makes it insert waits
@@ -298,16 +317,20 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         // any wgmma is in flight).
         softmax.reset();
         warpgroup_wait<0>();
+        trace(kTrSDone);
         warpgroup_fence_operand(tSrS);
         clear(tOrO);
       } else {
         wait_full(&s.v_full[v_ring.stage], v_ring.phase);
+        trace(kTrKVReady);
         issue_pv(v_ring.stage);
+        trace(kTrIssued);
         // Under the last P V: the row sums' shuffles and the next unit's load.
         finish_rows();
         if (!next_loaded && has_next) next = load_unit<kBlockM, kBlockN>(p, u_next);
         next_loaded = true;
         warpgroup_wait<0>();
+        trace(kTrPVDone);
         warpgroup_fence_operand(tOrO);
         warp_release(&s.v_empty[v_ring.stage]);
       }
@@ -316,12 +339,14 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     if (!fuse) {  // else stored above
       if (t.empty()) finish_rows();  // else done under the unit's last P V
       store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
+      trace(kTrStored);
     }
     primed = fuse;
     u = u_next;
     ++round;
     if (has_next) t = next_loaded ? next : load_unit<kBlockM, kBlockN>(p, u);
   }
+  trace.finish();
 }
 
 }  // namespace flashband::sm90

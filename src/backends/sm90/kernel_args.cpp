@@ -6,6 +6,7 @@
 
 #include "backends/sm90/tensor_map.h"
 #include "backends/sm90/tile_config.h"
+#include "backends/sm90/trace.h"
 #include "core/mask.h"
 #include "core/state.h"
 #include "flashband/error.h"
@@ -131,6 +132,9 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   p.num_splits = st.num_splits;
   p.partial_o = st.partial_o;
   p.partial_lse = st.partial_lse;
+#if FLASHBAND_SM90_TRACE
+  attach_trace(p);
+#endif
   return p;
 }
 

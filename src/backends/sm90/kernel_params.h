@@ -61,6 +61,14 @@ struct KernelParams {
   float* partial_o = nullptr;
   float* partial_lse = nullptr;
   int num_splits = 1;
+
+#if FLASHBAND_SM90_TRACE
+  // Measurement builds only (trace.h): the event buffer, its words per lane, this launch's
+  // number.
+  uint32_t* trace = nullptr;
+  int trace_capacity = 0;
+  int trace_launch = 0;
+#endif
 };
 
 }  // namespace flashband::sm90

@@ -13,6 +13,7 @@
 #include "backends/sm90/ptx.h"
 #include "backends/sm90/schedule.h"
 #include "backends/sm90/shared_storage.h"
+#include "backends/sm90/trace.h"
 
 namespace flashband::sm90 {
 
@@ -75,11 +76,14 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
   ptx::tma_prefetch_descriptor(&p.tma_q);
   RingPosition<Traits::kStages> ring;
   uint32_t q_round = 0;
+  Trace trace(p);
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
     prefetch_unit(p, unit_of_round(round + 1));
+    trace(kTrPUnit);
     if (t.empty()) continue;
     load_q<Traits>(p, s, t, q_round++);
+    trace(kTrPQ);
     const int kv_head = t.head / p.group_size;
     auto load_k = [&](int n, const RingPosition<Traits::kStages>& at) {
       load_kv_tile<Traits>(&p.tma_k, &s.k_full[at.stage], &s.k_empty[at.stage], s.k + at.stage * Traits::kTileElems,
@@ -90,16 +94,21 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
                            at.phase, t.item.kv_start + n * kBlockN, kv_head);
     };
     load_k(t.item.n_end - 1, ring);
+    trace(kTrPK);
     RingPosition<Traits::kStages> v_ring = ring;
     ring.advance();
     for (int n = t.item.n_end - 2; n >= t.item.n_begin; --n) {
       load_k(n, ring);
+      trace(kTrPK);
       load_v(n + 1, v_ring);
+      trace(kTrPV);
       v_ring = ring;
       ring.advance();
     }
     load_v(t.item.n_begin, v_ring);
+    trace(kTrPV);
   }
+  trace.finish();
 }
 
 // The page of row `tid` of KV tile `n`, or -1 for rows at or past kv_len (and tiles before
