@@ -7,6 +7,8 @@
 //
 // The mainloop overlaps: step n issues QK^T(n) and PV(n+1) back to back, then does the
 // softmax of tile n while PV(n+1) runs; the O rescale and P conversion wait for PV(n+1).
+// (With ping-pong, ptxas waits for PV(n+1) before that softmax, which measured faster
+// than forcing the order: the other warpgroup's GEMMs run under it; see the loop.)
 // With kPingPong the warpgroups also take turns issuing those GEMMs (named barriers 2 and
 // up, a ring of two or three), so the tensor cores alternate between them. With kFuseUnits
 // a unit's last PV and the next unit's first QK^T share one turn, and O is stored under
@@ -43,6 +45,21 @@ __device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const c
       const int col = cute::get<1>(c(r, j));
       if (col < lo || col >= hi) s(r, j) = core::neg_inf();
     }
+  }
+}
+
+// warpgroup_wait<0>() that ptxas cannot move above the computation of `dep`. ptxas places
+// a wgmma wait as early as its basic block allows (the wait has no inputs): in every
+// kernel's SASS the wait for P V(n+1) stood at the start of the softmax of tile n, so the
+// softmax ran after that P V instead of under it. A branch on a warp-uniform value derived
+// from `dep` starts a new block at the wait; both arms wait (the second, taken only when
+// `dep` is NaN, sleeps a cycle so that the compiler keeps the arms apart).
+__device__ __forceinline__ void wait_all_after(float dep) {
+  if (__any_sync(0xffffffffu, !(dep >= 0.0f))) {
+    cute::warpgroup_wait<0>();
+    __nanosleep(1);
+  } else {
+    cute::warpgroup_wait<0>();
   }
 }
 
@@ -269,7 +286,15 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         warp_release(&s.k_empty[ring.stage]);
         const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
         trace(kTrScored);
-        warpgroup_wait<0>();  // PV(n+1) done: O and P are free
+        // PV(n+1) done: O and P are free. Without ping-pong (D = 256) the softmax is made to
+        // run under that P V (wait_all_after; ncu, twenty-second session: 16k 3.29 -> 3.19
+        // ms, 2k 491 -> 460 us, 2k page 16 547 -> 522 us). With it, the other warpgroup's
+        // GEMMs fill that time, and ptxas's order (softmax after the wait) measured faster:
+        // forcing the softmax first cost D = 128 16k 3.78 -> 3.98 ms, 2k +5.7%, D = 64 +3.6%.
+        if constexpr (Traits::kPingPong)
+          warpgroup_wait<0>();
+        else
+          wait_all_after(softmax.row_sum[0]);
         trace(kTrPVDone);
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(rP);

@@ -30,6 +30,7 @@
 // - The mainloop always overlaps: each consumer issues QK^T of tile n before the softmax of
 //   tile n+1 finishes its PV, so the tensor cores work while the warpgroup does exponentials
 //   (costs a second S accumulator's worth of registers: P stays live across the QK^T).
+//   Whether a softmax runs under its own warpgroup's P V differs with kPingPong (consumer.h).
 // - kPingPong: the consumer warpgroups take turns issuing their GEMMs (named barriers, a ring
 //   of two or three), so one warpgroup's softmax runs under another's GEMMs. It pays where
 //   softmax is a large share of the tile (D <= 128); at D = 256 the GEMMs dominate
