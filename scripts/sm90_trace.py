@@ -1,7 +1,12 @@
 """The sm90 kernel's event timeline (src/backends/sm90/trace.h), recorded and read.
 
-Needs a build with -DFLASHBAND_SM90_TRACE=ON (e.g. FB_CMAKE_EXTRA=-DFLASHBAND_SM90_TRACE=ON
-scripts/device_check.sh build). On the GPU machine:
+Needs a build with -DFLASHBAND_SM90_TRACE=ON, e.g. on the GPU machine
+
+  FB_CMAKE_EXTRA="-DFLASHBAND_SM90_TRACE=ON -DFLASHBAND_BUILD_TESTS=OFF" scripts/device_check.sh build
+
+(CMake keeps the setting in build/: a later ordinary build in the same folder must pass
+-DFLASHBAND_SM90_TRACE=OFF -DFLASHBAND_BUILD_TESTS=ON). Then, with PYTHONPATH as
+device_check.sh sets it:
 
   python scripts/sm90_trace.py record OUTDIR name "probe args" [name "probe args"]...
 
@@ -34,7 +39,8 @@ CLOCK_BITS = 28
 
 def parse_dump(path):
     """The raw dump -> {"lanes": [[cta, lane, sm, ns_start, [(code, cycles)...]]...]} for the
-    last launch. Cycles count from the lane's first clock reading (unwrapped)."""
+    last launch. Cycles are the SM's clock, unwrapped from the lane's first reading on, so
+    the lanes of one CTA share a time axis."""
     with open(path, "rb") as f:
         lanes_per_cta, ctas, words, launch = struct.unpack("<4q", f.read(32))
         data = f.read()
@@ -48,7 +54,7 @@ def parse_dump(path):
             if count == 0 or lane_launch != launch:
                 continue
             raw = struct.unpack_from(f"<{count}I", data, base + HEADER_WORDS * 4)
-            prev, t, evs = clk0 & mask, 0, []
+            prev, t, evs = clk0 & mask, clk0, []
             for w in raw:
                 c = w & mask
                 t += (c - prev) & mask
