@@ -305,14 +305,20 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     ptx::mbar_wait(&s.v_empty[stage], phase ^ 1u);
     load_tile(b, n, full_tile, kv_head, true, stage);
   };
+  Trace trace(p);  // thread 0 records (its own copies; the others' may lag)
   auto gather_last_v = [&] {
-    if (last_v >= 0) gather_v_before(last_v, last_v_n, last_v_full, last_v_head);
+    if (last_v >= 0) {
+      gather_v_before(last_v, last_v_n, last_v_full, last_v_head);
+      trace(kTrPV);
+    }
   };
   for (int round = 0, u = unit_of_round(0); u < p.num_units; u = unit_of_round(++round)) {
     const Unit t = load_unit<Traits::kBlockM, kBlockN>(p, u);
     if (tid == 0) prefetch_unit(p, unit_of_round(round + 1));
+    trace(kTrPUnit);
     if (t.empty()) continue;
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
+    trace(kTrPQ);
     ++q_round;
     const int kv_head = t.head / p.group_size;
     // Whether tile n ends at or before kv_len (no zero fill), and whether it comes in as TMA
@@ -343,6 +349,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     ptx::named_sync(kProducerBarrier, 128);
     int ahead = lookup(first - 1);
     gather_k(cur, first);
+    trace(kTrPK);
     if constexpr (kDeferLastV) gather_last_v();
     store_rows(next(cur), ahead, first - 1);
     ring.advance();
@@ -351,7 +358,9 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       ptx::named_sync(kProducerBarrier, 128);
       ahead = lookup(n - 1);
       gather_k(cur, n);
+      trace(kTrPK);
       gather_v_before(next(next(cur)), n + 1, full_tile(n + 1), kv_head);
+      trace(kTrPV);
       store_rows(next(cur), ahead, n - 1);
       ring.advance();
       cur = next(cur);
@@ -363,10 +372,12 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       last_v_head = kv_head;
     } else {
       gather_v_before(next(next(cur)), t.item.n_begin, full_tile(t.item.n_begin), kv_head);
+      trace(kTrPV);
     }
     table = cur;  // holds only the rows of tile n_begin - 1, which nobody reads
   }
   gather_last_v();
+  trace.finish();
 }
 
 }  // namespace flashband::sm90
