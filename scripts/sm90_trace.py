@@ -99,6 +99,21 @@ def state_at(evs, t):
     return f"{a}->{b}"
 
 
+def stretch_table(role, lanes, span, out, min_share=0.0, limit=None):
+    """The time between consecutive events of these lanes, by (event -> event): count, mean
+    cycles and share of `span`, largest first (at most `limit` rows, none under min_share)."""
+    trans = collections.defaultdict(lambda: [0, 0])
+    for evs in lanes:
+        for (a, ta), (b, tb) in zip(evs, evs[1:]):
+            k = f"{EVENTS.get(a, '?')}->{EVENTS.get(b, '?')}"
+            trans[k][0] += 1
+            trans[k][1] += tb - ta
+    print(f"  {role + ' stretch':<22} {'count':>8} {'mean cyc':>9} {'share':>6}", file=out)
+    rows = [kv for kv in sorted(trans.items(), key=lambda kv: -kv[1][1]) if kv[1][1] / max(1, span) >= min_share]
+    for k, (n, tot) in rows[:limit]:
+        print(f"  {k:<22} {n:>8} {tot / n:>9.0f} {100 * tot / max(1, span):>5.1f}%", file=out)
+
+
 def report(trace, name, out=sys.stdout):
     lanes = trace["lanes"]
     by_cta = collections.defaultdict(dict)
@@ -111,17 +126,7 @@ def report(trace, name, out=sys.stdout):
     print(f"== {name}: {len(by_cta)} CTAs, {len(consumers)} consumer lanes, {units} unit starts, "
           f"mean lane span {span / max(1, len(consumers)):.0f} cycles", file=out)
 
-    trans = collections.defaultdict(lambda: [0, 0])
-    for _, _, evs in consumers:
-        for (a, ta), (b, tb) in zip(evs, evs[1:]):
-            k = f"{EVENTS.get(a, '?')}->{EVENTS.get(b, '?')}"
-            trans[k][0] += 1
-            trans[k][1] += tb - ta
-    print(f"  {'consumer stretch':<22} {'count':>8} {'mean cyc':>9} {'share':>6}", file=out)
-    for k, (n, tot) in sorted(trans.items(), key=lambda kv: -kv[1][1]):
-        if tot / max(1, span) < 0.002:
-            continue
-        print(f"  {k:<22} {n:>8} {tot / n:>9.0f} {100 * tot / max(1, span):>5.1f}%", file=out)
+    stretch_table("consumer", [evs for _, _, evs in consumers], span, out, min_share=0.002)
 
     idle_total, cta_total = 0, 0
     idle_states = collections.Counter()
@@ -150,16 +155,8 @@ def report(trace, name, out=sys.stdout):
     for k, v in idle_states.most_common(8):
         print(f"    {100 * v / max(1, cta_total):5.1f}%  {k}", file=out)
 
-    ptrans = collections.defaultdict(lambda: [0, 0])
     pspan = sum(evs[-1][1] - evs[0][1] for evs in producers)
-    for evs in producers:
-        for (a, ta), (b, tb) in zip(evs, evs[1:]):
-            k = f"{EVENTS.get(a, '?')}->{EVENTS.get(b, '?')}"
-            ptrans[k][0] += 1
-            ptrans[k][1] += tb - ta
-    print(f"  {'producer stretch':<22} {'count':>8} {'mean cyc':>9} {'share':>6}", file=out)
-    for k, (n, tot) in sorted(ptrans.items(), key=lambda kv: -kv[1][1])[:8]:
-        print(f"  {k:<22} {n:>8} {tot / n:>9.0f} {100 * tot / max(1, pspan):>5.1f}%", file=out)
+    stretch_table("producer", producers, pspan, out, limit=8)
 
 
 def record(outdir, cases):
