@@ -167,6 +167,7 @@ def record(outdir, cases):
     import re
     import subprocess
     probe = pathlib.Path(__file__).resolve().parent.parent / "bench" / "probe.py"
+    os.makedirs(outdir, exist_ok=True)  # the kernel's dump is written there at exit
     for name, args in cases:
         dump = os.path.join(outdir, f"{name}.raw")
         times = []
