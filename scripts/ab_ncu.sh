@@ -54,6 +54,12 @@ measure_time() {
   done
 }
 
+source "$root/scripts/build_sync.sh"
+rebuild() {  # arguments for cmake --build; the tree's content decides, not its file times
+  touch_changed_sources
+  cmake --build build -j 16 "$@"
+}
+
 apply() {  # $1: patch, $2: -R to revert; git apply works outside a repository too
   if command -v git > /dev/null; then git apply ${2:-} "$1"; else patch -p1 ${2:-} --forward --quiet < "$1"; fi
 }
@@ -77,14 +83,14 @@ for p in "${patches[@]}"; do
     echo "$name: patch does not apply"; continue
   fi
   # Only the Python module the probes load: the test binaries would rebuild too otherwise.
-  if cmake --build build -j 16 --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
+  if rebuild --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
     measure "$name"
   else
     echo "$name: build failed"; grep -E "error" "/tmp/ab_$name.log" | head -5
   fi
   apply "$p" -R
 done
-cmake --build build -j 16 --target _C flashband_python_sources > /dev/null 2>&1  # leave the baseline built
+rebuild --target _C flashband_python_sources > /dev/null 2>&1  # leave the baseline built
 
 printf '%-40s %14s' probe base
 for p in "${patches[@]}"; do printf ' %14s' "$(basename "$p" .patch)"; done
@@ -112,5 +118,5 @@ while read -r g w name p; do
   if applies "$p"; then apply "$p" && kept+=("$name"); else echo "keep: $name no longer applies"; fi
 done <<< "$scores"
 echo "kept: ${kept[*]:-none (testing the baseline)}"
-cmake --build build -j 16 > /tmp/ab_keep_build.log 2>&1 || { echo "keep: build failed"; grep -E "error" /tmp/ab_keep_build.log | head -5; exit 1; }
+rebuild > /tmp/ab_keep_build.log 2>&1 || { echo "keep: build failed"; grep -E "error" /tmp/ab_keep_build.log | head -5; exit 1; }
 bash scripts/device_check.sh gpu sanitize

@@ -25,8 +25,10 @@ cudnn_lib=""
 echo "cudnn library: ${cudnn_lib:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 
+source "$root/scripts/build_sync.sh"
 if has build; then
   start=$(date +%s)
+  touch_changed_sources
   extra=()
   [ -n "$cudnn_lib" ] && extra+=("-DFLASHBAND_CUDNN_LIB=$cudnn_lib")
   cmake -S . -B build -G Ninja -DFLASHBAND_CUDA_ARCHS=90a -DFLASHBAND_BUILD_PYTHON=ON \
