@@ -18,7 +18,11 @@ prints the report. Anywhere:
 
 What the report shows, per case:
 - per consumer warpgroup, the time between consecutive events, by (event -> event), as mean
-  cycles and share of the warpgroup's time: where it waits and for how long;
+  cycles and share of the warpgroup's time: where it waits and for how long. A clock read
+  orders the code around it: in the ping-pong kernels (D = 64, 128) a loop step records no
+  `scored`, since one between the softmax and the P V wait kept the softmax ahead of that wait
+  and so changed the kernel (ptxas puts the wait first there); their loop steps show
+  s_done -> pv_done, the P V wait and the softmax together;
 - "tensor idle": the share of each CTA's time in which no consumer warpgroup has a GEMM in
   flight (issued and not yet waited for), and what the warpgroups were doing then. A GEMM in
   flight may still be queued behind another, so this is a lower bound on the tensor cores'
@@ -75,8 +79,15 @@ def gemm_intervals(evs):
         nxt = names[i + 1:i + 4]
         end = None
         if nxt[:1] == ["s_done"]:
-            # a loop step (S, softmax, then P V) or a unit's first, unfused Q K^T
-            end = i + 3 if nxt[1:3] == ["scored", "pv_done"] else i + 1
+            # a loop step (S, softmax, then P V), a ping-pong loop step (no `scored`: its
+            # P V ends somewhere before `pv_done`, so the interval may be too long and the
+            # idle share stays a lower bound) or a unit's first, unfused Q K^T
+            if nxt[1:3] == ["scored", "pv_done"]:
+                end = i + 3
+            elif nxt[1:2] == ["pv_done"]:
+                end = i + 2
+            else:
+                end = i + 1
         elif nxt[:1] == ["pv_done"]:
             # fused boundary: P V, store, then the next unit's first Q K^T; else a last P V
             end = i + 3 if nxt[1:3] == ["stored", "s_done"] else i + 1
@@ -181,6 +192,7 @@ def record(outdir, cases):
                 print(f"{name}: probe failed: {r.stderr[-600:]}")
         print(f"{name} ({args}): {times[0]} us without recording, {times[1]} us recording")
         if not os.path.exists(dump):
+            print(f"{name}: no trace written (is this a -DFLASHBAND_SM90_TRACE=ON build?)")
             continue
         trace = parse_dump(dump)
         os.remove(dump)

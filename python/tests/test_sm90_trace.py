@@ -54,7 +54,8 @@ def test_gemm_intervals_follow_each_step_shape():
            ("scored", 300), ("kv_ready", 10), ("turn", 10), ("issued", 10), ("s_done", 50),  # loop step
            ("scored", 300), ("pv_done", 20), ("kv_ready", 10), ("turn", 10), ("issued", 10),  # fused turn
            ("pv_done", 80), ("stored", 200), ("s_done", 5), ("unit", 1), ("scored", 300),
-           ("kv_ready", 10), ("issued", 10), ("pv_done", 90), ("stored", 100)]  # last, unfused
+           ("kv_ready", 10), ("issued", 10), ("pv_done", 90), ("stored", 100),  # last, unfused
+           ("kv_ready", 10), ("turn", 10), ("issued", 10), ("s_done", 50), ("pv_done", 400)]  # ping-pong step
     evs, t = [], 0
     for name, dt in seq:
         t += dt
@@ -64,7 +65,8 @@ def test_gemm_intervals_follow_each_step_shape():
     assert got == [(times[3], times[4]),    # first Q K^T: issued -> s_done
                    (times[8], times[11]),   # loop step: issued -> P V done
                    (times[14], times[17]),  # fused: issued -> the next unit's S done
-                   (times[21], times[22])]  # last P V: issued -> P V done
+                   (times[21], times[22]),  # last P V: issued -> P V done
+                   (times[26], times[28])]  # ping-pong loop step (no `scored`): issued -> P V done
 
 
 def test_report_idle_share_and_states(tmp_path):

@@ -286,7 +286,10 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
         const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
-        trace(kTrScored);
+        // A clock read here would pin the P V wait below the softmax, which is not where
+        // ptxas puts it in the ping-pong kernels (see the wait below): their timelines show
+        // s_done -> pv_done instead.
+        if constexpr (!Traits::kPingPong) trace(kTrScored);
         // PV(n+1) done: O and P are free. Without ping-pong (D = 256) the softmax is made to
         // run under that P V (wait_all_after; ncu, twenty-second session: 16k 3.29 -> 3.19
         // ms, 2k 491 -> 460 us, 2k page 16 547 -> 522 us). With it, the other warpgroup's
