@@ -27,7 +27,7 @@ enum TraceEvent : uint32_t {
   kTrTurn = 4,     // the ping-pong turn is this warpgroup's
   kTrIssued = 5,   // the step's GEMMs are issued (and the turn passed on)
   kTrSDone = 6,    // Q K^T complete
-  kTrScored = 7,   // softmax of the S tile done (P not yet converted)
+  kTrScored = 7,   // softmax of the S tile done (P not yet converted); not in ping-pong loop steps
   kTrPVDone = 8,   // P V complete
   kTrStored = 9,   // O (and LSE) stored
   kTrPUnit = 10,   // producer: a unit begins
@@ -44,6 +44,9 @@ enum TraceEvent : uint32_t {
 // spilled 80 bytes; with these, none; the 24-register D = 256 paged producer spills 56
 // bytes instead of 16). The clock reads and stores still cost a few instructions per event,
 // so a trace build's timings are a little slower than the real kernel's (3-7% measured).
+// A clock read also orders the code around it: ptxas will not move a wgmma wait across
+// one, so a stamp between two pieces of work that ptxas would reorder changes the kernel
+// (consumer.h leaves out kTrScored in the ping-pong loop for that reason).
 struct Trace {
 #if FLASHBAND_SM90_TRACE
   const KernelParams& p;
