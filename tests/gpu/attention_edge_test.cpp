@@ -2,6 +2,7 @@
 // qo_len > kv_len, window 0, GQA 32/8 and 7/1, batches with empty requests, skewed lengths
 // (1 and 8191 in one batch), page sizes and layouts, soft cap, and problems that leave too
 // few row tiles to fill the GPU (the planner must split the KV range).
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -228,6 +229,23 @@ std::vector<Named> edge_cases() {
     c.sm_scale = 0.5f;
     v.push_back({"peaky", c});
   }
+  // Peaky rows at D = 64 and 128 on every entry sm90 has a separate kernel for (wide, causal,
+  // paged): sm_scale 8x the default, and 45x, where a row's max jumps past 127 (base 2) from
+  // one tile to the next, so that a softmax which took weights against a stale reference
+  // would overflow (the twenty-fourth session's variant did, and redid such tiles).
+  for (float boost : {8.0f, 45.0f})
+    for (bool causal : {false, true}) {
+      Case c = make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, causal ? f16 : bf16, causal);
+      c.sm_scale = boost / std::sqrt(128.0f);
+      v.push_back({"peaky", c});
+      c = make(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal);
+      c.sm_scale = boost / 8.0f;
+      v.push_back({"peaky", c});
+      c = make(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
+      c.page_size = 16;
+      c.sm_scale = boost / std::sqrt(128.0f);
+      v.push_back({"peaky", c});
+    }
   // Soft cap with masks.
   {
     Case c = make(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
