@@ -2,10 +2,10 @@
 // qo_len > kv_len, window 0, GQA 32/8 and 7/1, batches with empty requests, skewed lengths
 // (1 and 8191 in one batch), page sizes and layouts, soft cap, and problems that leave too
 // few row tiles to fill the GPU (the planner must split the KV range).
-#include <cmath>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
