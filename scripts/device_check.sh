@@ -27,6 +27,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 
 source "$root/scripts/build_sync.sh"
 if has build; then
+  # Nothing can be downloaded on the GPU machine: the third-party headers come from deps/,
+  # filled by scripts/bootstrap.sh on the machine the tree is copied from and carried with
+  # the call. A new checkout has none; stop before minutes of a build that cannot succeed.
+  missing=()
+  for dep in deps/cutlass deps/cudnn_frontend deps/dlpack; do [ -d "$dep" ] || missing+=("$dep"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "device_check: missing ${missing[*]}: run scripts/bootstrap.sh first and carry deps/cutlass, deps/cudnn_frontend, deps/dlpack" >&2
+    exit 3
+  fi
   start=$(date +%s)
   touch_changed_sources
   extra=()
