@@ -30,10 +30,11 @@ if has build; then
   # Nothing can be downloaded on the GPU machine: the third-party headers come from deps/,
   # filled by scripts/bootstrap.sh on the machine the tree is copied from and carried with
   # the call. A new checkout has none; stop before minutes of a build that cannot succeed.
+  needed=(deps/cutlass deps/cudnn_frontend deps/dlpack)
   missing=()
-  for dep in deps/cutlass deps/cudnn_frontend deps/dlpack; do [ -d "$dep" ] || missing+=("$dep"); done
+  for dep in "${needed[@]}"; do [ -d "$dep" ] || missing+=("$dep"); done
   if [ ${#missing[@]} -gt 0 ]; then
-    echo "device_check: missing ${missing[*]}: run scripts/bootstrap.sh first and carry deps/cutlass, deps/cudnn_frontend, deps/dlpack" >&2
+    echo "device_check: missing ${missing[*]}: run scripts/bootstrap.sh first and carry ${needed[*]}" >&2
     exit 3
   fi
   start=$(date +%s)

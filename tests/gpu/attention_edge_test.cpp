@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "backends/sm90/tile_config.h"
 #include "core/mask.h"
 #include "case.h"
+#include "case_steps.h"
 #include "flashband/error.h"
 #include "gpu_backends.h"
 
@@ -234,18 +234,17 @@ std::vector<Named> edge_cases() {
   // near the diagonal can see its max jump past 127 from one tile to the next, where weights
   // taken against a stale reference overflow: the twenty-fourth session's variant did that,
   // and redid such tiles).
-  for (float boost : {8.0f, 45.0f})
+  for (double boost : {8.0, 45.0})
     for (bool causal : {false, true}) {
-      Case c = make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, causal ? f16 : bf16, causal);
-      c.sm_scale = boost / std::sqrt(128.0f);
-      v.push_back({"peaky", c});
-      c = make(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal);
-      c.sm_scale = boost / 8.0f;
-      v.push_back({"peaky", c});
-      c = make(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
-      c.page_size = 16;
-      c.sm_scale = boost / std::sqrt(128.0f);
-      v.push_back({"peaky", c});
+      auto peaky = [&](Case c) {
+        c.sm_scale = static_cast<float>(boost * case_sm_scale(c));  // the default times boost
+        v.push_back({"peaky", c});
+      };
+      peaky(make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, causal ? f16 : bf16, causal));
+      peaky(make(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal));
+      Case paged = make(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
+      paged.page_size = 16;
+      peaky(paged);
     }
   // Soft cap with masks.
   {
