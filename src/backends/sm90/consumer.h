@@ -14,6 +14,8 @@
 // a unit's last PV and the next unit's first QK^T share one turn, and O is stored under
 // that QK^T. The row sums' shuffles (finish_rows) always run under the unit's last PV.
 #pragma once
+#include <climits>
+
 #include <cute/tensor.hpp>
 
 #include "backends/sm90/epilogue.h"
@@ -39,7 +41,10 @@ __device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const c
 #pragma unroll
   for (int r = 0; r < cute::size<0>(s); ++r) {
     const core::KVRange vis = core::row_kv_range(spec, row0 + cute::get<0>(c(r, 0)));
-    const int lo = vis.first - key0, hi = vis.last - key0;
+    // Without a window every row's first key is 0, which the tile's keys never precede:
+    // the left compare folds away in the kernels whose mask is a constant (tile_config.h).
+    const int lo = spec.window_left >= 0 ? vis.first - key0 : INT_MIN;
+    const int hi = vis.last - key0;
 #pragma unroll
     for (int j = 0; j < cute::size<1>(s); ++j) {
       const int col = cute::get<1>(c(r, j));
@@ -165,13 +170,26 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     }
     warpgroup_commit_batch();
   };
-  auto issue_pv = [&](int stage) {  // O += P V[stage], committed, not waited for
+  // kFreshPV: a unit's first P V overwrites O instead of adding to it, so O is never
+  // cleared (an empty unit stores zeros from its row scales of 0, epilogue.h). In the fused
+  // kernels the clear sat between two ping-pong turns at every unit boundary; with the
+  // windowless mask above, ncu (twenty-fifth session) measured S = 512 causal 140.8 -> 133.8
+  // us, D = 64 211.6 -> 199.4. The unfused kernels' units are long: the D = 128 wide kernel
+  // measured 16k 3.79 -> 3.85 ms with the runtime scale in its loop, so they keep the clear.
+  constexpr bool kFreshPV = Traits::kFuseUnits;
+  bool o_fresh = true;
+  auto issue_pv = [&](int stage) {  // O += P V[stage] (O = P V when o_fresh), committed, not waited for
     warpgroup_fence_operand(rP);  // P is written before wgmma.fence and read until the wait
     warpgroup_fence_operand(tOrO);
     warpgroup_arrive();
+    if constexpr (kFreshPV) mma_pv.accumulate_ = o_fresh ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
 #pragma unroll
-    for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv, tOrP(_, _, k), tOrV(_, _, k, stage), tOrO);
+    for (int k = 0; k < size<2>(tOrP); ++k) {
+      cute::gemm(mma_pv, tOrP(_, _, k), tOrV(_, _, k, stage), tOrO);
+      mma_pv.accumulate_ = GMMA::ScaleOut::One;
+    }
     warpgroup_commit_batch();
+    o_fresh = false;
   };
   // Soft cap, mask and the online softmax of the S tile at key0; S becomes the weights.
   auto score = [&](const core::MaskSpec& spec, core::TileClass cls, int tile_row0, int key0,
@@ -233,7 +251,8 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     bool fuse = false;  // this unit's last step also starts the next one
     trace(kTrUnit);
     if (!primed) {
-      clear(tOrO);
+      if constexpr (kFreshPV) o_fresh = true;
+      else clear(tOrO);
       softmax.reset();
     }
 
@@ -338,17 +357,15 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         warp_release(&s.v_empty[v_ring.stage]);
         store_rows<Element>(p, t, g.tile_row0, O, cO, fin, kHeadDim);
         trace(kTrStored);
-        // The next unit starts from O = 0 and an empty softmax, with its first S tile.
+        // The next unit starts from a fresh O and an empty softmax, with its first S tile.
         // All of it stays inside this branch: ptxas tracks in-flight wgmma per path, and
         // a path that could leave here with the QK^T in flight makes it insert waits
-        // (C7517) or serialize every wgmma of the kernel (C7515). For the same reason O
-        // is cleared only after the wait (an ordinary write to a wgmma accumulator while
-        // any wgmma is in flight).
+        // (C7517) or serialize every wgmma of the kernel (C7515).
         softmax.reset();
+        o_fresh = true;
         warpgroup_wait<0>();
         trace(kTrSDone);
         warpgroup_fence_operand(tSrS);
-        clear(tOrO);
       } else {
         wait_full(&s.v_full[v_ring.stage], v_ring.phase);
         trace(kTrKVReady);

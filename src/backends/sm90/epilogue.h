@@ -82,7 +82,8 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int j = 2 * (4 * g + i);
-          // Rows that saw no key are exact zeros even where a hidden V row holds inf or NaN.
+          // Rows that saw no key are exact zeros even where a hidden V row holds inf or NaN,
+          // or O was never written (an empty unit, consumer.h kFreshPV).
           w[i] = f.scale == 0.0f ? 0u : pack2<Element>(o(r, j) * f.scale, o(r, j + 1) * f.scale);
         }
         quad_transpose(w);
