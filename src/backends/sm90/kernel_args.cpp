@@ -33,6 +33,8 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   p.num_qo_heads = a.num_qo_heads;
   p.group_size = a.num_qo_heads / a.num_kv_heads;
+  p.qo_heads_div = core::FastDivmod::make(std::max(1, p.num_qo_heads));
+  p.group_div = core::FastDivmod::make(std::max(1, p.group_size));
   p.items = st.items;
   p.num_items = st.num_items;
   p.num_units = st.num_items * a.num_qo_heads;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/sm90/work_list.h"
+#include "core/fast_divmod.h"
 
 namespace flashband::sm90 {
 
@@ -47,6 +48,10 @@ struct KernelParams {
 
   int num_qo_heads = 0;
   int group_size = 1;  // num_qo_heads / num_kv_heads
+  // The same two as divisors: a unit's item and head, and a query head's KV head, are
+  // divisions at every unit start, on the path between two ping-pong turns.
+  core::FastDivmod qo_heads_div;
+  core::FastDivmod group_div;
 
   bool causal = false;
   int window_left = -1;

@@ -84,7 +84,7 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
     if (t.empty()) continue;
     load_q<Traits>(p, s, t, q_round++);
     trace(kTrPQ);
-    const int kv_head = t.head / p.group_size;
+    const int kv_head = p.group_div.div(t.head);
     auto load_k = [&](int n, const RingPosition<Traits::kStages>& at) {
       load_kv_tile<Traits>(&p.tma_k, &s.k_full[at.stage], &s.k_empty[at.stage], s.k + at.stage * Traits::kTileElems,
                            at.phase, t.item.kv_start + n * kBlockN, kv_head);
@@ -320,7 +320,7 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     if (tid == 0) load_q<Traits>(p, s, t, q_round);
     trace(kTrPQ);
     ++q_round;
-    const int kv_head = t.head / p.group_size;
+    const int kv_head = p.group_div.div(t.head);
     // Whether tile n ends at or before kv_len (no zero fill), and whether it comes in as TMA
     // boxes (full tiles of large pages) rather than gathered.
     auto full_tile = [&](int n) { return (n + 1) * kBlockN <= t.item.kv_len; };

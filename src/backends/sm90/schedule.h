@@ -24,9 +24,9 @@ struct Unit {
 
 template <int kBlockM, int kBlockN>
 __device__ __forceinline__ Unit load_unit(const KernelParams& p, int u) {
-  const int index = u / p.num_qo_heads;
+  int index;
   Unit t;
-  t.head = u - index * p.num_qo_heads;
+  p.qo_heads_div.divmod(u, index, t.head);
   if (p.items) {
     t.item = p.items[index];
   } else {
@@ -45,7 +45,7 @@ __device__ __forceinline__ Unit load_unit(const KernelParams& p, int u) {
 // producer and the consumers, each time on the critical path of the unit's start.
 __device__ __forceinline__ void prefetch_unit(const KernelParams& p, int u) {
   if (p.items != nullptr && u < p.num_units)
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p.items + u / p.num_qo_heads));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p.items + p.qo_heads_div.div(u)));
 }
 
 }  // namespace flashband::sm90
