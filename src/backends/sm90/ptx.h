@@ -149,7 +149,7 @@ __device__ __forceinline__ float ex2(float x) {
 
 // One MUFU.LG2 / MUFU.RCP each, without the IEEE paths' range reduction and slow-path call
 // (log2f and 1 / x compile to ~30 instructions and a branch). Relative error ~2^-22; used
-// on row sums >= 1 only.
+// on row sums of about 1 or more only (softmax.h finish).
 __device__ __forceinline__ float lg2(float x) {
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

@@ -127,8 +127,9 @@ struct RowSoftmax {
 
   using Final = RowFinal;
   // Reduces the row sums over the quad; every lane must call it. A row that saw a key has a
-  // sum >= 1 (its reference's own weight is 1), so the approximate forms are safe; they run
-  // at every unit boundary, where both warpgroups issue at once.
+  // sum of about 1 or more (its reference's own weight is ex2 of a rounding remainder), far
+  // from the denormals the approximate forms flush; they run at every unit boundary, where
+  // both warpgroups issue at once.
   __device__ __forceinline__ Final finish(int r, float scale_log2) const {
     const float total = quad_sum(row_sum[r]);
     if (total > 0.0f) return {ptx::rcp(total), row_max[r] * scale_log2 + ptx::lg2(total)};
