@@ -32,9 +32,8 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0))
     throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   p.num_qo_heads = a.num_qo_heads;
-  p.group_size = a.num_qo_heads / a.num_kv_heads;
   p.qo_heads_div = core::FastDivmod::make(std::max(1, p.num_qo_heads));
-  p.group_div = core::FastDivmod::make(std::max(1, p.group_size));
+  p.group_div = core::FastDivmod::make(std::max(1, a.num_qo_heads / a.num_kv_heads));
   p.items = st.items;
   p.num_items = st.num_items;
   p.num_units = st.num_items * a.num_qo_heads;

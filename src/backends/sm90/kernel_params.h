@@ -47,9 +47,9 @@ struct KernelParams {
   int num_units = 0;  // num_items * num_qo_heads
 
   int num_qo_heads = 0;
-  int group_size = 1;  // num_qo_heads / num_kv_heads
-  // The same two as divisors: a unit's item and head, and a query head's KV head, are
-  // divisions at every unit start, on the path between two ping-pong turns.
+  // Divisors for a unit's item and head, and for a query head's KV head (group_div divides
+  // by num_qo_heads / num_kv_heads): divisions at every unit start, on the path between two
+  // ping-pong turns.
   core::FastDivmod qo_heads_div;
   core::FastDivmod group_div;
 
