@@ -246,10 +246,18 @@ std::vector<Named> edge_cases() {
       paged.page_size = 16;
       peaky(paged);
     }
-  // Soft cap with masks.
+  // Soft cap with masks. Causal without a window as well: sm90 runs those short requests on
+  // its runtime-mask kernel, since its causal-only kernels leave the soft cap out.
   {
     Case c = make(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
     c.logits_soft_cap = 30.0f;
+    v.push_back({"softcap", c});
+    c = make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, bf16, true);
+    c.logits_soft_cap = 30.0f;
+    v.push_back({"softcap", c});
+    c = make(E::kPaged, {130}, {600}, 4, 2, 64, f16, true);
+    c.page_size = 16;
+    c.logits_soft_cap = 20.0f;
     v.push_back({"softcap", c});
   }
   {
@@ -379,7 +387,8 @@ sm90::TileShape sm90_tile(const Case& c) { return sm90::tile_shape(c.head_dim, s
 // another.
 bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
   const Sm90Facts f = sm90_facts(c);
-  return sm90::use_causal_kernel(c.head_dim, f.paged, f.wide, c.causal, f.window, f.rows, max_rows);
+  return sm90::use_causal_kernel(c.head_dim, f.paged, f.wide, c.causal, f.window, c.logits_soft_cap > 0.0f, f.rows,
+                                 max_rows);
 }
 
 // Causal problems without a window at D = 64 and 128 meet both of sm90's narrow kernels,

@@ -253,21 +253,22 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 }
 
 // The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, causal without a
-// window, up to the row limit; every other problem keeps the runtime-mask kernel.
+// window or soft cap, up to the row limit; every other problem keeps the runtime-mask kernel.
 TEST(Sm90WorkList, CausalKernelOnlyForShortCausalProblemsWithoutAWindow) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
   for (int D : {64, 128})
     for (bool paged : {false, true}) {
-      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, 1, kMax)) << D;
-      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, kMax, kMax)) << D;
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, kMax + 1, kMax)) << D;
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, 0, 1, kMax)) << D;       // a window
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, -1, 1, kMax)) << D;     // not causal
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, 100, 1, kMax)) << D;    // a window alone
-      EXPECT_FALSE(use_causal_kernel(D, paged, true, true, -1, 1, kMax)) << D;       // the wide tile
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, 1, 0)) << D;         // turned off
+      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, false, 1, kMax)) << D;
+      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, false, kMax, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, kMax + 1, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, 0, false, 1, kMax)) << D;       // a window
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, -1, false, 1, kMax)) << D;     // not causal
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, 100, false, 1, kMax)) << D;    // a window alone
+      EXPECT_FALSE(use_causal_kernel(D, paged, true, true, -1, false, 1, kMax)) << D;       // the wide tile
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, 1, 0)) << D;         // turned off
+      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
-  for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, 1, kMax));
+  for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, false, 1, kMax));
   EXPECT_EQ(kMax, 2048);  // every measured shape up to 2048 rows gained, 4k and 16k lost
 }
 

@@ -38,17 +38,24 @@ namespace flashband::sm90 {
 template <class TensorS, class TensorC>
 __device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const core::MaskSpec& spec, int row0,
                                            int key0) {
+  // A thread's columns are its first column plus constants of the fragment's layout, so the
+  // row's bounds move by that first column once and each compare takes its constant as an
+  // immediate, instead of an add per column pair.
+  const int col0 = cute::get<1>(c(0, 0));
 #pragma unroll
   for (int r = 0; r < cute::size<0>(s); ++r) {
     const core::KVRange vis = core::row_kv_range(spec, row0 + cute::get<0>(c(r, 0)));
     // Without a window every row's first key is 0, which the tile's keys never precede:
     // the left compare folds away in the kernels whose mask is a constant (tile_config.h).
-    const int lo = spec.window_left >= 0 ? vis.first - key0 : INT_MIN;
-    const int hi = vis.last - key0;
+    int lo = spec.window_left >= 0 ? vis.first - key0 - col0 : INT_MIN;
+    int hi = vis.last - key0 - col0;
+    // Opaque to the optimizer, which would otherwise fold col0 back into every column.
+    if (spec.window_left >= 0) asm("" : "+r"(lo));
+    asm("" : "+r"(hi));
 #pragma unroll
     for (int j = 0; j < cute::size<1>(s); ++j) {
-      const int col = cute::get<1>(c(r, j));
-      if (col < lo || col >= hi) s(r, j) = core::neg_inf();
+      const int offset = cute::get<1>(c(r, j)) - col0;  // a constant once unrolled
+      if (offset < lo || offset >= hi) s(r, j) = core::neg_inf();
     }
   }
 }
@@ -195,7 +202,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   auto score = [&](const core::MaskSpec& spec, core::TileClass cls, int tile_row0, int key0,
                    float (&correction)[kRows]) {
     warpgroup_fence_operand(tSrS);
-    if (p.softcap_pre > 0.0f) {
+    if (Traits::kSoftCap && p.softcap_pre > 0.0f) {
 #pragma unroll
       for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * p.softcap_pre);
     }

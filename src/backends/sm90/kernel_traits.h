@@ -49,6 +49,8 @@ struct KernelTraits {
   // (eighth session). launch_prefill checks that the tile has one.
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
+  // The causal-only kernels leave the soft cap out (tile_config.h use_causal_kernel).
+  static constexpr bool kSoftCap = kMask != MaskKind::kCausal;
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 

@@ -172,11 +172,14 @@ int64_t causal_kernel_max_rows();
 // The parse behind it: the setting's text (nullptr: unset) -> the limit.
 int64_t parse_causal_kernel_max_rows(const char* env);
 
-// window_left normalised (a window that hides nothing is -1); request_rows as for
-// use_wide_tiles; max_rows: causal_kernel_max_rows().
+// window_left normalised (a window that hides nothing is -1); soft_cap: logits_soft_cap > 0;
+// request_rows as for use_wide_tiles; max_rows: causal_kernel_max_rows(). The causal-only
+// kernels compile without the soft cap (its tanh takes ~390 instructions in each of the
+// kernel's two softmax bodies), so a soft-capped problem keeps the runtime-mask kernel.
 FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool wide, bool causal, int window_left,
-                                       int64_t request_rows, int64_t max_rows) {
-  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && request_rows <= max_rows;
+                                       bool soft_cap, int64_t request_rows, int64_t max_rows) {
+  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && !soft_cap &&
+         request_rows <= max_rows;
 }
 
 // Masked problems take a kWideMasked tile only when the typical request has at least this
