@@ -25,6 +25,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do probes+=("$1"); shift; done
 patches=("$@")
 [ ${#probes[@]} -gt 0 ] || { echo "usage: $0 \"probe args\"... -- variant.patch..." >&2; exit 2; }
 declare -A dur us
+# Every result line also goes to $OUT/ab_ncu.txt on the GPU machine, which comes back even
+# when the call runs out of time (stdout piped through tail would show nothing then).
+say() {
+  echo "$@"
+  if [ -n "${OUT:-}" ]; then echo "$@" >> "$OUT/ab_ncu.txt"; fi
+}
 
 measure() {  # $1: column name; each duration is printed as soon as it is known, so a
   # call that runs out of time still shows what it measured
@@ -36,7 +42,7 @@ measure() {  # $1: column name; each duration is printed as soon as it is known,
     tp=$(awk '/SM Throughput|L1\/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput/{printf "%s=%s ", $1, $NF}' <<< "$out")
     dur["$1|$args"]="${d:-failed}"
     us["$1|$args"]=$(awk '/ Duration /{v = $NF; if ($(NF-1) ~ /^ms/) v *= 1000; else if ($(NF-1) ~ /^s/) v *= 1e6; print v; exit}' <<< "$out")
-    echo "ab: $1 | $args | ${d:-failed} | $tp"
+    say "ab: $1 | $args | ${d:-failed} | $tp"
   done
 }
 
@@ -50,7 +56,7 @@ measure_time() {
       awk '/^probe time/{print $3; exit}')
     dur["$1|$args"]="${t:-failed}${t:+us}"
     us["$1|$args"]="$t"
-    echo "ab: $1 | $args | ${t:-failed}"
+    say "ab: $1 | $args | ${t:-failed}"
   done
 }
 
@@ -80,13 +86,13 @@ for p in "${patches[@]}"; do
   fi
   name=$(basename "$p" .patch)
   if ! apply "$p"; then
-    echo "$name: patch does not apply"; continue
+    say "$name: patch does not apply"; continue
   fi
   # Only the Python module the probes load: the test binaries would rebuild too otherwise.
   if rebuild --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
     measure "$name"
   else
-    echo "$name: build failed"; grep -E "error" "/tmp/ab_$name.log" | head -5
+    say "$name: build failed"; grep -E "error" "/tmp/ab_$name.log" | head -5
   fi
   apply "$p" -R
 done
@@ -115,8 +121,8 @@ kept=()
 while read -r g w name p; do
   [ -n "$name" ] || continue
   awk -v g="$g" -v w="$w" -v G="${FB_KEEP_GAIN:-0.99}" -v W="${FB_KEEP_WORST:-1.03}" 'BEGIN {exit !(g < G && w <= W)}' || continue
-  if applies "$p"; then apply "$p" && kept+=("$name"); else echo "keep: $name no longer applies"; fi
+  if applies "$p"; then apply "$p" && kept+=("$name"); else say "keep: $name no longer applies"; fi
 done <<< "$scores"
-echo "kept: ${kept[*]:-none (testing the baseline)}"
-rebuild > /tmp/ab_keep_build.log 2>&1 || { echo "keep: build failed"; grep -E "error" /tmp/ab_keep_build.log | head -5; exit 1; }
+say "kept: ${kept[*]:-none (testing the baseline)}"
+rebuild > /tmp/ab_keep_build.log 2>&1 || { say "keep: build failed"; grep -E "error" /tmp/ab_keep_build.log | head -5; exit 1; }
 bash scripts/device_check.sh gpu sanitize
