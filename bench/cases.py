@@ -42,6 +42,7 @@ class Case:
     window_left: int = -1
     page_size: int = 0           # 0: ragged (contiguous) KV
     plot: Dict[str, object] = dataclasses.field(default_factory=dict)  # axes for the report
+    logits_soft_cap: float = 0.0  # 0: none (bench/probe.py --softcap; run.py's cases have none)
 
     @property
     def op(self) -> str:

@@ -96,6 +96,8 @@ def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1)
         i = torch.tensor(qrows, device="cuda")
         q = inputs.q[b * c.qo_len + i].float()              # [r, Hq, D]
         s = torch.einsum("rhd,jhd->hrj", q, k) * scale
+        if c.logits_soft_cap > 0:
+            s = c.logits_soft_cap * torch.tanh(s / c.logits_soft_cap)
         p = (i + c.kv_len - c.qo_len)[:, None]
         j = torch.arange(c.kv_len, device="cuda")[None, :]
         vis = torch.ones_like(j, dtype=torch.bool) & (j >= 0)
@@ -122,7 +124,8 @@ class Flashband:
         answer = flashband.supports(c.op, backend=self.backend, dtype="bfloat16", device="cuda",
                                     head_dim=c.head_dim, num_qo_heads=c.num_qo_heads,
                                     num_kv_heads=c.num_kv_heads, causal=c.causal,
-                                    window_left=window, page_size=c.page_size)
+                                    window_left=window, page_size=c.page_size,
+                                    logits_soft_cap=c.logits_soft_cap or None)
         return None if answer else answer.reason
 
     def prepare(self, x: Inputs):
@@ -131,7 +134,7 @@ class Flashband:
                                                c.head_dim, "cuda")
         ws = torch.empty(max(need, WORKSPACE_MIN), dtype=torch.uint8, device="cuda")
         out = torch.empty_like(x.q)
-        common = dict(q_data_type=DTYPE)
+        common = dict(q_data_type=DTYPE, logits_soft_cap=c.logits_soft_cap or None)
         if c.section == "decode":
             w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", backend=self.backend)
             w.plan(x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads, c.num_kv_heads,
@@ -164,6 +167,8 @@ class Sdpa:
         self.backend_attr = backend_attr
 
     def skip_reason(self, c: Case) -> Optional[str]:
+        if c.logits_soft_cap > 0:
+            return "SDPA has no soft cap"
         if c.window_left >= 0:
             return "SDPA has no sliding window (only a dense mask)"
         if c.page_size and c.section != "decode":
@@ -233,6 +238,8 @@ class Flex:
     def skip_reason(self, c: Case) -> Optional[str]:
         if c.section not in ("window", "chunk"):
             return "FlexAttention is the peer of the window and chunk sections only"
+        if c.logits_soft_cap > 0:
+            return "the Flex peer here has no soft cap"
         return None
 
     def prepare(self, x: Inputs):

@@ -2,7 +2,7 @@
 (Nsight Compute: profile the last launch). No report; --time prints a do_bench median.
 
   python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
-      [--batch B] [--heads H]
+      [--batch B] [--heads H] [--softcap CAP]
 """
 import argparse
 import sys
@@ -33,10 +33,12 @@ def main():
     # the default 512 case (32 requests x 16 heads) without a work list (one request).
     p.add_argument("--batch", type=int, default=0, help="requests (0: 16k tokens / seq)")
     p.add_argument("--heads", type=int, default=0, help="query = KV heads (0: 2048 / head dim)")
+    p.add_argument("--softcap", type=float, default=0.0, help="logits_soft_cap (0: none)")
     a = p.parse_args()
     h = a.heads or HIDDEN // a.head_dim
     batch = a.batch or TOKENS // a.seq
-    case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page)
+    case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
+                logits_soft_cap=a.softcap)
     # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
     peers = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-fa2": "FLASH_ATTENTION"}
     if a.backend in peers:

@@ -242,7 +242,8 @@ def _auto(flashband, case) -> str:
         return flashband.select_backend(case.op, dtype="bfloat16", device="cuda",
                                         head_dim=case.head_dim, num_qo_heads=case.num_qo_heads,
                                         num_kv_heads=case.num_kv_heads, causal=case.causal,
-                                        window_left=case.window_left, page_size=case.page_size)
+                                        window_left=case.window_left, page_size=case.page_size,
+                                        logits_soft_cap=case.logits_soft_cap or None)
     except Exception as e:
         return "none (" + _err(e)[:60] + ")"
 
