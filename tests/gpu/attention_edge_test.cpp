@@ -99,6 +99,42 @@ std::vector<Named> edge_cases() {
     c.page_size = len == 193 ? 64 : 16;
     v.push_back({"tile_edge", c});
   }
+  // sm90 runs D = 128 without a mask on the narrow fused tile where the typical request's
+  // keys cost less there (tile_config.h narrow_unmasked_pays), on the 176-key one
+  // elsewhere: 768 keys (six narrow tiles, five wide ones) and 800 (seven, five) on either
+  // side of a switch, a ragged batch whose typical request (keys seen by a typical query
+  // row) is long though most requests are short, one whose typical request is 558 keys
+  // (narrow), one with a soft cap (which only the runtime-mask kernels compile: narrow at
+  // any length, tile_config.h compiles_soft_cap, so it does not reach
+  // launch_unmasked_by_shape's narrow branch as the other two narrow ones do), and kv_len's
+  // last tile partial on both tiles.
+  v.push_back({"unmasked_d128", make(E::kSingle, {700}, {768}, 2, 1, 128, bf16, false)});
+  v.push_back({"unmasked_d128", make(E::kSingle, {800}, {800}, 2, 2, 128, f16, false)});
+  v.push_back({"unmasked_d128", make(E::kRagged, {1100, 40, 3}, {1200, 40, 3}, 2, 1, 128, bf16, false)});
+  v.push_back({"unmasked_d128", make(E::kRagged, {500, 40, 3}, {600, 77, 3}, 4, 2, 128, f16, false)});
+  {
+    Case c = make(E::kRagged, {300, 20}, {400, 20}, 2, 1, 128, f16, false);
+    c.logits_soft_cap = 30.0f;
+    v.push_back({"unmasked_d128", c});
+  }
+  // The 176-key tile where the short cases elsewhere no longer reach it: one long request
+  // among 60 short ones (a typical query row sees 1246 keys; empty requests, requests with
+  // fewer keys than queries, 688 units: several a CTA), HND caches with a request without
+  // query rows and one without keys, too few units for the GPU (split KV range), and peaky
+  // rows (sm_scale 45x the default).
+  {
+    ManyRequests m = many_requests(60);
+    m.qo.push_back(2800);
+    m.kv.push_back(2900);
+    v.push_back({"unmasked_d128", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});
+    Case c = make(E::kRagged, {1300, 0, 7}, {1400, 50, 0}, 4, 2, 128, bf16, false);
+    c.layout = KVLayout::kHND;
+    v.push_back({"unmasked_d128", c});
+    v.push_back({"unmasked_d128", make(E::kRagged, {1024}, {3000}, 1, 1, 128, bf16, false), false, true});
+    c = make(E::kRagged, {1100}, {1300}, 2, 1, 128, f16, false);
+    c.sm_scale = static_cast<float>(45.0 * case_sm_scale(c));
+    v.push_back({"unmasked_d128", c});
+  }
   // sm90 takes the 192-row D = 64 tile under a mask only for long requests (tile_config.h
   // kWideMaskedMinRows: 6144 rows per typical request): causal, window and both, contiguous
   // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (6300 = 32 x 192
@@ -115,10 +151,18 @@ std::vector<Named> edge_cases() {
     c.page_size = 64;
     v.push_back({"long_masked", c});
   }
-  // sm90 runs causal problems without a window on a causal-only kernel up to 2048 query
+  // sm90 runs causal problems without a window on a causal-only kernel up to 8192 query
   // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
-  // above that: requests just past the limit, at D = 64 (below the 192-row tile's 6144) and
-  // D = 128, and a window as wide as the keys (normalised away: the causal-only kernel).
+  // above that: D = 128 requests just past the limit, contiguous and paged (D = 64's take
+  // the 192-row tile from 6144 rows: long_masked); requests past the old limit of 2048 on
+  // the causal-only kernel, and a window as wide as the keys (normalised away: the
+  // causal-only kernel).
+  v.push_back({"long_causal", make(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
+  {
+    Case c = make(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
+    c.page_size = 16;
+    v.push_back({"long_causal", c});
+  }
   v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
   v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 2, 2, 64, f16, true)});
   v.push_back({"long_causal", make(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
@@ -229,18 +273,20 @@ std::vector<Named> edge_cases() {
     c.sm_scale = 0.5f;
     v.push_back({"peaky", c});
   }
-  // Peaky rows at D = 64 and 128 on every entry sm90 has a separate kernel for (wide, causal,
-  // paged): sm_scale 8x the default, and 45x (logits' spread ~65 in base 2, so a causal row
-  // near the diagonal can see its max jump past 127 from one tile to the next, where weights
-  // taken against a stale reference overflow: the twenty-fourth session's variant did that,
-  // and redid such tiles).
+  // Peaky rows at D = 64 and 128 on every entry sm90 has a separate kernel for (D = 64's
+  // wide tile, causal, paged; D = 128 without a mask on the narrow tile here, 382 keys, and
+  // on the wide one in the unmasked_d128 cases): sm_scale 8x
+  // the default, and 45x (logits' spread ~65 in base 2, so a causal row near the diagonal
+  // can see its max jump past 127 from one tile to the next, where weights taken against a
+  // stale reference overflow: the twenty-fourth session's variant did that, and redid such
+  // tiles).
   for (double boost : {8.0, 45.0})
     for (bool causal : {false, true}) {
       auto peaky = [&](Case c) {
         c.sm_scale = static_cast<float>(boost * case_sm_scale(c));  // the default times boost
         v.push_back({"peaky", c});
       };
-      peaky(make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, causal ? f16 : bf16, causal));
+      peaky(make(E::kRagged, {200, 77}, {500, 77}, 2, 1, 128, causal ? f16 : bf16, causal));
       peaky(make(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal));
       Case paged = make(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
       paged.page_size = 16;
@@ -259,11 +305,37 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     c.logits_soft_cap = 20.0f;
     v.push_back({"softcap", c});
+    c = make(E::kSingle, {300}, {300}, 2, 2, 64, bf16, true);
+    c.logits_soft_cap = 20.0f;
+    v.push_back({"softcap", c});
   }
   {
     Case c = make(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
     c.logits_soft_cap = 50.0f;
     v.push_back({"softcap", c});
+  }
+  // Soft cap without a mask: sm90 compiles it into its runtime-mask kernels only, so these
+  // run there (tile_config.h compiles_soft_cap): every head dim, contiguous and paged (pages
+  // of 16 gathered, of 64 by TMA), with kv_len's last tile partial, and D = 64's 192-row
+  // tile (from 6144 rows). A cap of 5 moves the logits by up to ~10% where a cap of 30
+  // moves them by under 1%, within bf16's tolerance: a kernel that dropped the cap fails.
+  for (int d : {64, 128, 256}) {
+    Case c = make(E::kRagged, {150, 33}, {270, 40}, 4, 2, d, d == 128 ? f16 : bf16, false);
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap_unmasked", c});
+    c = make(E::kPaged, {70, 129}, {300, 129}, 2, 1, d, d == 128 ? bf16 : f16, false);
+    c.page_size = d == 64 ? 16 : 64;
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap_unmasked", c});
+  }
+  {
+    Case c = make(E::kRagged, {6200, 50}, {6300, 60}, 2, 1, 64, f16, false);
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap_unmasked", c});
+    c = make(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, false);
+    c.page_size = 16;
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap_unmasked", c});
   }
   // Page sizes x layouts, separate and stacked caches.
   for (int ps : {1, 5, 16, 128})
@@ -289,7 +361,7 @@ std::vector<Named> edge_cases() {
   {
     const ManyRequests m = many_requests(60);
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: wide tile
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: narrow (short)
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
     // sm90 fused unit boundaries with a short window: primed units whose first tile a
     // slab does not see.
@@ -360,8 +432,9 @@ std::vector<Named> edge_cases() {
   return v;
 }
 
-// What sm90's plan decides a case's kernel by (plan.cpp): the typical request's rows, the
-// window normalised against the longest KV as plan() does, the storage and the tile.
+// What sm90's plan decides a case's kernel by (plan.cpp): the typical request's rows (and
+// keys), the window normalised against the longest KV as plan() does, the storage and the
+// tile.
 struct Sm90Facts {
   int64_t rows;
   int window;
@@ -371,12 +444,17 @@ struct Sm90Facts {
 Sm90Facts sm90_facts(const Case& c) {
   std::vector<int32_t> qo_indptr = {0};
   for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
+  const std::vector<int32_t> kv_lens(c.kv_lens.begin(), c.kv_lens.end());
+  const int batch = static_cast<int>(c.qo_lens.size());
   Sm90Facts f;
-  f.rows = sm90::typical_request_rows(qo_indptr.data(), static_cast<int>(c.qo_lens.size()));
+  f.rows = sm90::typical_request_rows(qo_indptr.data(), batch);
   const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
   f.window = core::normalize_window(c.window_left, max_kv);
   f.paged = c.entry == EntryPoint::kPaged;
-  f.wide = sm90::use_wide_tiles(c.head_dim, core::needs_mask(c.causal, f.window), f.paged, f.rows);
+  const bool runtime_mask =
+      sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
+  f.wide = sm90::use_wide_tiles(c.head_dim, runtime_mask, f.paged,
+                                sm90::tile_rule_length(runtime_mask, qo_indptr.data(), kv_lens.data(), batch));
   return f;
 }
 
@@ -393,7 +471,9 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 
 // Causal problems without a window at D = 64 and 128 meet both of sm90's narrow kernels,
 // contiguous and paged: the causal-only one (short requests) and the runtime-mask one
-// (long_causal), by the default row limit.
+// (long_causal past the limit at D = 128; at D = 64, whose requests past the limit take the
+// 192-row tile from kWideMaskedMinRows, the soft-capped causal cases), by the default row
+// limit.
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   for (int d : {64, 128}) {
     for (bool paged : {false, true}) {
@@ -429,6 +509,18 @@ TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
   }
   EXPECT_EQ(tall, 5);
   EXPECT_GE(narrow, 10);
+}
+
+// The unmasked_d128 cases run sm90's contiguous D = 128 unmasked problems on both tiles:
+// the 176-key one six times, the narrow one three times.
+TEST(GpuEdgeCases, UnmaskedD128CasesCoverBothTiles) {
+  int wide = 0, narrow = 0;
+  for (const Named& n : edge_cases()) {
+    if (n.label != "unmasked_d128") continue;
+    ++(sm90_tile(n.c).block_n == 176 ? wide : narrow);
+  }
+  EXPECT_EQ(wide, 6);
+  EXPECT_EQ(narrow, 3);
 }
 
 // The many_units cases must give every CTA of a 132-SM GPU several sm90 units (one unit per

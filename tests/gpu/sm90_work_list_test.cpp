@@ -207,29 +207,46 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
 }
 
 TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
-  constexpr int64_t kShort = 1, kLong = int64_t{1} << 40;  // typical request rows
+  constexpr int64_t kShort = 1, kLong = int64_t{1} << 40;  // typical request rows or keys
   for (int D : kHeadDims) {
     for (bool paged : {false, true}) {
-      // Without a mask the length does not matter.
-      EXPECT_EQ(use_wide_tiles(D, false, paged, kShort), use_wide_tiles(D, false, paged, kLong)) << D;
-      EXPECT_FALSE(wide_tiles_by_shape(D, false, paged)) << D;
+      // Without a mask the length matters only for contiguous D = 128 (below).
+      if (D != 128 || paged) {
+        EXPECT_EQ(use_wide_tiles(D, false, paged, kShort), use_wide_tiles(D, false, paged, kLong)) << D;
+        EXPECT_FALSE(wide_tiles_by_shape(D, false, paged)) << D;
+      }
       if (paged) {  // the paged producer gathers one row per thread: at most 128 keys
-        EXPECT_EQ(use_wide_tiles(D, false, true, kShort), D == 64) << D;
-        if (use_wide_tiles(D, false, true, kShort)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
+        EXPECT_EQ(use_wide_tiles(D, false, true, kLong), D == 64) << D;
+        if (use_wide_tiles(D, false, true, kLong)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
       }
       // A causal / window mask takes the wide tile only where the head dim opts in.
       for (int64_t rows : {kShort, kLong})
         if (!use_wide_tiles(D, false, paged, rows)) EXPECT_FALSE(use_wide_tiles(D, true, paged, rows)) << D;
       // A longer request never leaves the wide tile for the narrow one.
       if (use_wide_tiles(D, true, paged, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, kLong)) << D;
-      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, kShort));
+      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, kLong));
       EXPECT_EQ(wide.block_m % 64, 0) << D;  // one consumer warpgroup per 64 rows
       EXPECT_EQ(wide.block_n % 16, 0) << D;
       EXPECT_LE(wide.block_n, 256) << D;
     }
   }
-  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, kShort)).block_n, 176);
+  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, kLong)).block_n, 176);
   EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, kShort)).block_n, 80);
+  // D = 128 without a mask: the narrow fused tile where its cost per unit is the lower one
+  // for the typical request's keys (measured 512 and 768 faster there, 1000 slower), the
+  // 176-key tile (one Q buffer, no unit fusion) elsewhere and from 1024 keys on; paged K/V
+  // keeps the narrow tile.
+  for (int64_t keys : {1, 100, 128, 200, 512, 600, 768, 890})
+    EXPECT_FALSE(use_wide_tiles(128, false, false, keys)) << keys;
+  const int64_t wide_keys[] = {160, 300, 700, 800, 1000, 1023, 1024, 1250, 4096, kLong};
+  for (int64_t keys : wide_keys)
+    EXPECT_TRUE(use_wide_tiles(128, false, false, keys)) << keys;
+  for (int64_t keys = 1024; keys < 8192; ++keys) EXPECT_FALSE(narrow_unmasked_pays<128>(keys)) << keys;
+  EXPECT_FALSE(narrow_unmasked_pays<64>(512));  // only D = 128 weighs the two tiles
+  EXPECT_FALSE(narrow_unmasked_pays<256>(512));
+  EXPECT_TRUE(wide_tiles_by_shape(128, false, false));
+  EXPECT_FALSE(wide_tiles_by_shape(128, false, true));
+  EXPECT_FALSE(use_wide_tiles(128, false, true, kLong));
   // Measured: the 80-key tile pays under a causal mask at D = 256 at every length, the
   // 176-key one does not at D = 128 (tile_config.h).
   EXPECT_TRUE(use_wide_tiles(256, true, false, kShort));
@@ -269,7 +286,33 @@ TEST(Sm90WorkList, CausalKernelOnlyForShortCausalProblemsWithoutAWindow) {
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
   for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, false, 1, kMax));
-  EXPECT_EQ(kMax, 2048);  // every measured shape up to 2048 rows gained, 4k and 16k lost
+  EXPECT_EQ(kMax, 8192);  // measured: 4k and 8k gained, 16k lost
+}
+
+// Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a
+// mask takes them, on the tile a masked problem of its length takes: at D = 128 the narrow
+// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 6144
+// rows only, at D = 256 the 80-key tile as before.
+TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
+  EXPECT_TRUE(compiles_soft_cap(MaskKind::kAny));
+  EXPECT_FALSE(compiles_soft_cap(MaskKind::kKVLen));
+  EXPECT_FALSE(compiles_soft_cap(MaskKind::kCausal));
+  EXPECT_FALSE(takes_runtime_mask_kernels(false, false));
+  EXPECT_TRUE(takes_runtime_mask_kernels(false, true));
+  EXPECT_TRUE(takes_runtime_mask_kernels(true, false));
+  EXPECT_TRUE(takes_runtime_mask_kernels(true, true));
+  const bool soft = takes_runtime_mask_kernels(false, true);
+  EXPECT_FALSE(use_wide_tiles(128, soft, false, int64_t{1} << 40));
+  EXPECT_TRUE(use_wide_tiles(128, false, false, int64_t{1} << 40));
+  EXPECT_FALSE(use_wide_tiles(64, soft, false, 512));
+  EXPECT_TRUE(use_wide_tiles(64, soft, false, 8192));
+  EXPECT_TRUE(use_wide_tiles(256, soft, false, 512));
+  // The wide tiles a soft cap can take have a runtime-mask kernel.
+  for (int D : kHeadDims)
+    for (bool paged : {false, true})
+      for (int64_t rows : {int64_t{1}, int64_t{8192}})
+        if (use_wide_tiles(D, soft, paged, rows))
+          EXPECT_TRUE(D == 64 ? kWideMasked<64> : D == 128 ? kWideMasked<128> : kWideMasked<256>) << D;
 }
 
 // FLASHBAND_SM90_CAUSAL_MAX_ROWS: unset gives the default; anything but a non-negative
@@ -302,6 +345,20 @@ TEST(Sm90WorkList, TypicalRequestRowsWeighsRowsByTheirRequest) {
   // A chunk of 64 rows beside an empty request: the empty one has no rows to weigh.
   const std::vector<int32_t> chunk = {0, 0, 64};
   EXPECT_EQ(typical_request_rows(chunk.data(), 2), 64);
+}
+
+TEST(Sm90WorkList, TypicalRequestKeysAreThoseATypicalRowSees) {
+  const std::vector<int32_t> none = {0, 0, 0}, none_kv = {5, 7};
+  EXPECT_EQ(typical_request_keys(none.data(), none_kv.data(), 2), 0);
+  // A 100-row chunk over a 32k cache beside a 100-row prompt: rows weigh both equally.
+  const std::vector<int32_t> two = {0, 100, 200}, two_kv = {32768, 100};
+  EXPECT_EQ(typical_request_keys(two.data(), two_kv.data(), 2), 16434);
+  // A request without rows does not count, whatever its keys.
+  const std::vector<int32_t> empty_q = {0, 0, 64}, empty_q_kv = {100000, 64};
+  EXPECT_EQ(typical_request_keys(empty_q.data(), empty_q_kv.data(), 2), 64);
+  // The tile rule reads the keys without a mask and the query rows with one.
+  EXPECT_EQ(tile_rule_length(false, two.data(), two_kv.data(), 2), 16434);
+  EXPECT_EQ(tile_rule_length(true, two.data(), two_kv.data(), 2), 100);
 }
 
 TEST(Sm90WorkList, WorkspaceCoversEitherQueryTile) {

@@ -29,9 +29,10 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   // a.window_left is normalised by the plan: a window that hides nothing is -1 here.
   if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left))
     throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
-  if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0 || a.logits_soft_cap > 0.0f))
-    throw Error(ErrorCode::kInternal,
-                "sm90: a problem with a window, a soft cap or without causal reached the causal-only kernel");
+  if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0))
+    throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
+  if (a.logits_soft_cap > 0.0f && !compiles_soft_cap(shape.mask))
+    throw Error(ErrorCode::kInternal, "sm90: a soft-capped problem reached a kernel compiled without the soft cap");
   p.num_qo_heads = a.num_qo_heads;
   p.qo_heads_div = core::FastDivmod::make(std::max(1, p.num_qo_heads));
   p.group_div = core::FastDivmod::make(std::max(1, a.num_qo_heads / a.num_kv_heads));

@@ -43,14 +43,14 @@ struct KernelTraits {
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
   // An unmasked kernel (every wide tile; narrow ones where tile_config.h kNarrowFoldsMask)
-  // serves only problems without a causal / window mask (registry key needs_mask = false,
-  // which make_kernel_params enforces): the mask state folds away at compile time, which
+  // serves only problems without a causal / window mask or soft cap (registry keys
+  // needs_mask = soft_cap = false, which make_kernel_params enforces): the mask state folds away at compile time, which
   // D = 128's 176-key S tile's registers need, and which measured 2-4% faster at D = 64
   // (eighth session). launch_prefill checks that the tile has one.
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
-  // The causal-only kernels leave the soft cap out (tile_config.h use_causal_kernel).
-  static constexpr bool kSoftCap = kMask != MaskKind::kCausal;
+  // Only the runtime-mask kernels compile the soft cap (tile_config.h compiles_soft_cap).
+  static constexpr bool kSoftCap = compiles_soft_cap(kMask);
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
 

@@ -82,8 +82,13 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   const bool paged = a.kv_storage == core::KVStorage::kPaged;
   // The same rule register.cpp used to pick the kernel this plan will launch (for keys where
   // it depends on the shape, the launch follows block_m / block_n below).
+  const bool needs_mask = core::needs_mask(a.causal, a.window_left);
   const int64_t request_rows = sm90::typical_request_rows(plan.qo_indptr.data(), plan.batch);
-  const bool wide = sm90::use_wide_tiles(a.head_dim, core::needs_mask(a.causal, a.window_left), paged, request_rows);
+  const bool runtime_mask =
+      sm90::takes_runtime_mask_kernels(needs_mask, a.logits_soft_cap > 0.0f);
+  const bool wide = sm90::use_wide_tiles(
+      a.head_dim, runtime_mask, paged,
+      sm90::tile_rule_length(runtime_mask, plan.qo_indptr.data(), plan.kv_lens.data(), plan.batch));
   const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +

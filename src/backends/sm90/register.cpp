@@ -1,17 +1,21 @@
 // register_sm90_kernels: the sm90 prefill kernels compiled in kernels/*.cu. Masking and the
-// soft cap are runtime inside each kernel (full tiles skip the mask arithmetic either way),
-// so one kernel serves all four (needs_mask, soft_cap) keys of its dtype / head dim /
-// storage, except that the wide-tile kernel takes over where the head dim has one: D = 64
-// (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys without
-// a mask, contiguous D = 256 (80 keys) for all four, with a kernel of its own for the keys
-// without a mask and one for those with it (tile_config.h use_wide_tiles, the rule plan_sm90
+// soft cap are runtime inside the runtime-mask kernels (full tiles skip the mask arithmetic
+// either way), and only those compile the soft cap, so a key with a soft cap is served as a
+// masked one ("masked" below: needs_mask or soft_cap, tile_config.h
+// takes_runtime_mask_kernels). One kernel serves the four (needs_mask, soft_cap) keys of
+// its dtype / head dim / storage, except that the wide-tile kernel takes over where the
+// head dim has one: D = 64
+// (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys neither
+// masked nor soft-capped, contiguous D = 256 (80 keys) for all four, with a kernel of its own
+// for the unmasked keys and one for the masked ones (tile_config.h use_wide_tiles, the rule plan_sm90
 // follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
-// rule depends on the problem's shape (D = 64 with a mask: long requests only), the key's
+// rule depends on the problem's shape (D = 64 with a mask: long requests only; contiguous
+// D = 128 without one: by the typical request's keys, narrow_unmasked_pays), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
 // (contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
-// chose it (causal problems without a window and with short requests: tile_config.h
-// use_causal_kernel), the runtime-mask one otherwise. Paged D = 128 and 256 keys without a
-// mask run a narrow kernel compiled without masks (tile_config.h kNarrowFoldsMask).
+// chose it (causal problems without a window or soft cap and with short requests:
+// tile_config.h use_causal_kernel), the runtime-mask one otherwise. Paged D = 128 and 256
+// unmasked keys run a narrow kernel compiled without masks (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -32,6 +36,7 @@ struct Compiled {
   LaunchFn launch_wide;         // the wide tile without masks; nullptr where it has none
   LaunchFn launch_wide_masked;  // the wide tile with masks; nullptr where it has none
   LaunchFn launch_masked;       // launch_masked where a masked key's kernel depends on the problem
+  LaunchFn launch_unmasked_by_shape;  // where an unmasked key's tile depends on the problem (no mask or soft cap)
 };
 
 constexpr core::KVStorage kContiguous = core::KVStorage::kContiguous;
@@ -59,6 +64,20 @@ void launch_masked(const core::AttentionParams& a) {
   sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kAny>(a);  // refuses any other tile
 }
 
+// The launch of a key without a mask whose tile the plan picks by the problem (D = 128: the
+// narrow tile where narrow_unmasked_pays): the wide kernel without masks, or the narrow one, which
+// folds the masks away where it has such a kernel and otherwise reads them at run time (a
+// problem without one has full tiles but kv_len's last).
+template <DType kDType, int kHeadDim, bool kPaged>
+void launch_unmasked_by_shape(const core::AttentionParams& a) {
+  const sm90::PlanState& st = sm90::plan_state(a);
+  constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
+  if (st.block_m == wide.block_m && st.block_n == wide.block_n)
+    return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kKVLen>(a);
+  constexpr MaskKind kNarrowMask = sm90::kNarrowFoldsMask<kHeadDim, kPaged> ? MaskKind::kKVLen : MaskKind::kAny;
+  sm90::launch_prefill<kDType, kHeadDim, kPaged, false, kNarrowMask>(a);  // refuses any other tile
+}
+
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
 // narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
 // without masks (*_wide.cu) and with them where kWideMasked (*_wide_masked.cu at D = 64 and
@@ -73,13 +92,15 @@ constexpr Compiled row() {
   constexpr bool kCausal = kNarrow && sm90::kCausalKernel<D, P, false>;
   constexpr bool kNarrowUnmasked =
       kNarrow && !sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::kNarrowFoldsMask<D, P>;
-  Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr, nullptr};
+  Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
   if constexpr (kNarrowUnmasked) c.launch_unmasked = kLaunch<T, D, P, false, MaskKind::kKVLen>;
   if constexpr (kWideTile) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
   if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true>;
   if constexpr (kNarrow && (kWideMasked || kCausal))
     c.launch_masked = launch_masked<T, D, P, kWideMasked, kCausal>;
+  if constexpr (kWideTile && kNarrow && sm90::wide_tiles_by_shape(D, false, P))
+    c.launch_unmasked_by_shape = launch_unmasked_by_shape<T, D, P>;
   return c;
 }
 
@@ -105,17 +126,20 @@ void register_sm90_kernels(Registry& r) {
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
         const bool paged = c.storage == kPaged;
+        // A soft cap takes the runtime-mask kernels, as a mask does (tile_config.h
+        // compiles_soft_cap).
+        const bool masked = sm90::takes_runtime_mask_kernels(needs_mask, soft_cap);
         // The kernel tile_config.h's rule picks for this key; a kernel the rule needs but the
         // row lacks is an internal error here, at registration, not a wrong launch later
         // (and make_kernel_params still checks the plan's tile against the kernel's).
         LaunchFn fn = c.launch;
-        if (sm90::wide_tiles_by_shape(c.head_dim, needs_mask, paged))
-          fn = c.launch_masked;
-        else if (sm90::use_wide_tiles(c.head_dim, needs_mask, paged, 0))
-          fn = needs_mask ? c.launch_wide_masked : c.launch_wide;
-        else if (needs_mask && c.launch_masked != nullptr)
+        if (sm90::wide_tiles_by_shape(c.head_dim, masked, paged))
+          fn = masked ? c.launch_masked : c.launch_unmasked_by_shape;
+        else if (sm90::use_wide_tiles(c.head_dim, masked, paged, 0))
+          fn = masked ? c.launch_wide_masked : c.launch_wide;
+        else if (masked && c.launch_masked != nullptr)
           fn = c.launch_masked;  // the causal-only kernel where the plan picked it
-        else if (!needs_mask && c.launch_unmasked != nullptr)
+        else if (!masked && c.launch_unmasked != nullptr)
           fn = c.launch_unmasked;
         if (fn == nullptr) throw Error(ErrorCode::kInternal, "sm90: no kernel compiled for " + key.to_string());
         r.add(key, fn);

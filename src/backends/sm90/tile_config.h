@@ -47,8 +47,10 @@
 
 namespace flashband::sm90 {
 
-// kWide: the tile of contiguous K/V: for problems without a causal / window mask (registry
-// key needs_mask = false), where the only partial tile is at kv_len's end, and for masked
+// kWide: the tile of contiguous K/V: for problems without a causal / window mask or a soft
+// cap (registry keys needs_mask = soft_cap = false; "masked" in this file includes a soft
+// cap, takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below),
+// where the only partial tile is at kv_len's end, and for masked
 // problems too at D = 256 and, with long requests, at D = 64 (kWideMasked, kWideMaskedMinRows
 // below). At D = 128 and 256 it is a wider KV tile:
 // wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers)
@@ -135,16 +137,29 @@ constexpr bool kWideMasked<64> = true;
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
 // wide tile serves: paged D = 128 and 256 (their wide tiles are for contiguous K/V only).
-// Elsewhere a narrow tile serves masked keys only. Seventeenth session (ncu, bf16, against
-// the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16 -1.3%, page 128 -1.7 / -1.9%.
+// Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
+// unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
+// session
+// (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16 -1.3%, page
+// 128 -1.7 / -1.9%.
 template <int kHeadDim, bool kPaged>
 constexpr bool kNarrowFoldsMask = kPaged && (kHeadDim == 128 || kHeadDim == 256);
 
 // The masks a kernel computes. kKVLen: only kv_len's end (problems without a causal /
-// window mask, registry key needs_mask = false); kCausal: bottom-right causal without a
+// window mask or soft cap); kCausal: bottom-right causal without a
 // window, the window arithmetic folded away; kAny: causal and / or window, read at run time.
 // make_kernel_params refuses a problem a kernel's kind cannot mask.
 enum class MaskKind { kKVLen, kCausal, kAny };
+
+// Only the runtime-mask kernels (kAny) compile the soft cap: its tanh is ~390 instructions
+// in each of a kernel's two softmax bodies, code that the problems of the other kernels
+// never run but that costs them anyway (the causal-only D = 64 kernel: 512 causal -5.4%
+// without it, twenty-seventh session, ncu). A soft-capped problem therefore takes the
+// kernels with the runtime mask, on the tile a masked problem of its length takes
+// (takes_runtime_mask_kernels; the causal-only kernels are for problems without a soft
+// cap: use_causal_kernel). make_kernel_params refuses a soft cap elsewhere.
+FB_HD constexpr bool compiles_soft_cap(MaskKind mask) { return mask == MaskKind::kAny; }
+FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) { return needs_mask || soft_cap; }
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
 // tiles of D = 64 and 128, contiguous and paged. The plan picks it (use_causal_kernel below)
@@ -163,7 +178,12 @@ FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool wide) 
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
-constexpr int64_t kCausalKernelMaxRows = 2048;
+// The limit was 2048 while these kernels carried the soft cap's code (sixteenth session:
+// 4k and 16k lost); without it (twenty-eighth session, same probes, limit lifted against
+// 2048) D = 128 4k causal 567.1 -> 545.6 us, 8k 1.06 -> 1.03 ms, D = 64 4k 855.7 -> 828.2
+// us, but 16k 2.03 -> 2.07 ms. D = 64 requests from kWideMaskedMinRows take the 192-row
+// tile, which has no causal-only kernel, so this limit reaches D = 128 alone beyond 6144.
+constexpr int64_t kCausalKernelMaxRows = 8192;
 
 // kCausalKernelMaxRows, or FLASHBAND_SM90_CAUSAL_MAX_ROWS where set (0: never): a knob for
 // measuring the two kernels against each other on one build; results do not depend on it.
@@ -190,6 +210,34 @@ constexpr int64_t kWideMaskedMinRows = 0;
 template <>
 constexpr int64_t kWideMaskedMinRows<64> = 6144;
 
+// Problems without a mask at contiguous D = 128: the 176-key tile (one Q buffer, no unit
+// fusion) or the narrow fused one (two Q buffers; the runtime-mask kernel, whose full tiles
+// skip the mask), whichever a cost per unit says is cheaper for the typical request's keys
+// (typical_request_keys). The cost, in the narrow tile's time per key: a unit's boundary
+// plus its KV tiles, each whole, 172 + 128 a tile on the narrow tile and 225 + 157 a tile
+// on the wide one (176 keys at 0.89 of the narrow cost per key). Fitted to ncu (twenty-
+// seventh session, bf16, B x S = 16k, H = 16, non-causal, wide -> narrow): 512 keys 176.3
+// -> 174.3 us, 768 253.8 -> 236.4, 1000 294.9 -> 303.8. Whole tiles make the choice switch
+// back and forth below 1024 keys (768 fills six narrow tiles and four and a third wide
+// ones); from kNarrowUnmaskedMaxKeys, beyond what was measured, the wide tile stays.
+template <int kHeadDim>
+constexpr bool kNarrowUnmaskedByCost = false;
+template <>
+constexpr bool kNarrowUnmaskedByCost<128> = true;
+constexpr int64_t kNarrowUnmaskedMaxKeys = 1024;
+
+template <int kHeadDim>
+FB_HD constexpr bool narrow_unmasked_pays(int64_t keys) {
+  if (!kNarrowUnmaskedByCost<kHeadDim> || keys >= kNarrowUnmaskedMaxKeys) return false;
+  constexpr int64_t narrow_n = TileConfig<kHeadDim, false>::kBlockN, wide_n = TileConfig<kHeadDim, true>::kBlockN;
+  const int64_t narrow = 172 + 128 * ((keys + narrow_n - 1) / narrow_n);
+  const int64_t wide = 225 + 157 * ((keys + wide_n - 1) / wide_n);
+  return narrow < wide;
+}
+// wide_tiles_by_shape tells a key whose tile depends on the problem by lengths 0 and
+// INT64_MAX: the rule must pick the narrow tile at the one and the wide at the other.
+static_assert(narrow_unmasked_pays<128>(0) && !narrow_unmasked_pays<128>(kNarrowUnmaskedMaxKeys));
+
 // Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
 // paged producer gathers one KV row per thread), with room left for the paged row tables.
 // D = 64 (192 x 128, 146 KB + 7.5 KB of tables), measured against the 128-row tile
@@ -200,24 +248,27 @@ constexpr bool kWidePaged = false;
 template <>
 constexpr bool kWidePaged<64> = true;
 
-// request_rows: the problem's typical_request_rows (only masked problems read it).
+// masked: takes_runtime_mask_kernels (a causal / window mask or a soft cap); length: the
+// problem's tile_rule_length (below): the typical request's query rows for a masked
+// problem, its keys for an unmasked one.
 template <int kHeadDim>
-FB_HD constexpr bool use_wide_tiles_of(bool needs_mask, bool paged, int64_t request_rows) {
+FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, int64_t length) {
   return kHasWide<kHeadDim> && (!paged || kWidePaged<kHeadDim>) &&
-         (!needs_mask || (kWideMasked<kHeadDim> && request_rows >= kWideMaskedMinRows<kHeadDim>));
+         (masked ? kWideMasked<kHeadDim> && length >= kWideMaskedMinRows<kHeadDim>
+                     : !narrow_unmasked_pays<kHeadDim>(length));
 }
 
-FB_HD constexpr bool use_wide_tiles(int head_dim, bool needs_mask, bool paged, int64_t request_rows) {
-  return head_dim == 64    ? use_wide_tiles_of<64>(needs_mask, paged, request_rows)
-         : head_dim == 128 ? use_wide_tiles_of<128>(needs_mask, paged, request_rows)
-         : head_dim == 256 ? use_wide_tiles_of<256>(needs_mask, paged, request_rows)
+FB_HD constexpr bool use_wide_tiles(int head_dim, bool masked, bool paged, int64_t length) {
+  return head_dim == 64    ? use_wide_tiles_of<64>(masked, paged, length)
+         : head_dim == 128 ? use_wide_tiles_of<128>(masked, paged, length)
+         : head_dim == 256 ? use_wide_tiles_of<256>(masked, paged, length)
                            : false;
 }
 
-// Whether the tile of a registry key (head dim, needs_mask, storage) depends on the problem's
+// Whether the tile of a registry key (head dim, masked, storage) depends on the problem's
 // shape: its launch then runs whichever kernel the plan's tile names (register.cpp).
-FB_HD constexpr bool wide_tiles_by_shape(int head_dim, bool needs_mask, bool paged) {
-  return use_wide_tiles(head_dim, needs_mask, paged, 0) != use_wide_tiles(head_dim, needs_mask, paged, INT64_MAX);
+FB_HD constexpr bool wide_tiles_by_shape(int head_dim, bool masked, bool paged) {
+  return use_wide_tiles(head_dim, masked, paged, 0) != use_wide_tiles(head_dim, masked, paged, INT64_MAX);
 }
 
 // The query rows (tokens; each query head is its own unit) of the request a typical query
@@ -231,6 +282,24 @@ inline int64_t typical_request_rows(const int32_t* qo_indptr, int batch) {
     sum_sq += rows * rows;
   }
   return sum > 0 ? static_cast<int64_t>(sum_sq / sum) : 0;
+}
+
+// The keys a typical query row sees: sum(rows x keys) / sum(rows) over the requests (a unit's
+// KV steps follow its request's keys, and a short query over a long cache has long units).
+// 0 for a problem without query rows.
+inline int64_t typical_request_keys(const int32_t* qo_indptr, const int32_t* kv_lens, int batch) {
+  double sum = 0, sum_keys = 0;
+  for (int b = 0; b < batch; ++b) {
+    const double rows = static_cast<double>(qo_indptr[b + 1] - qo_indptr[b]);
+    sum += rows;
+    sum_keys += rows * static_cast<double>(kv_lens[b]);
+  }
+  return sum > 0 ? static_cast<int64_t>(sum_keys / sum) : 0;
+}
+
+// The length use_wide_tiles decides a problem's tile by.
+inline int64_t tile_rule_length(bool masked, const int32_t* qo_indptr, const int32_t* kv_lens, int batch) {
+  return masked ? typical_request_rows(qo_indptr, batch) : typical_request_keys(qo_indptr, kv_lens, batch);
 }
 
 struct TileShape {
