@@ -45,24 +45,10 @@ void launch_prefill(const core::AttentionParams& a) {
 
 }  // namespace flashband::sm90
 
-// One explicit instantiation per kernels/*.cu file, through the named forms below.
+// One explicit instantiation per kernels/*.cu file, through the named forms of
+// kernel_instances.h.
 #define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK)                         \
   template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, WIDE,   \
                                                 flashband::sm90::MaskKind::MASK>(                \
       const flashband::core::AttentionParams&);
-#define FLASHBAND_SM90_PREFILL(DTYPE, HEAD_DIM, PAGED) \
-  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kAny)
-// The narrow tile compiled without masks (kNarrowFoldsMask).
-#define FLASHBAND_SM90_PREFILL_UNMASKED(DTYPE, HEAD_DIM, PAGED) \
-  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kKVLen)
-// The narrow tile compiled for causal problems without a window (kCausalKernel).
-#define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM, PAGED) \
-  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kCausal)
-// The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /
-// window mask (where kWideMasked), and without it (every wide tile). Where its wgmma N
-// is not a default shape (176, 80), its file defines CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
-// before any include.
-#define FLASHBAND_SM90_PREFILL_WIDE(DTYPE, HEAD_DIM, PAGED) \
-  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, true, kAny)
-#define FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(DTYPE, HEAD_DIM, PAGED) \
-  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, true, kKVLen)
+#include "backends/sm90/kernel_instances.h"

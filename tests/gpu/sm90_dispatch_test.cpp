@@ -1,0 +1,296 @@
+// sm90's dispatch, without a GPU: for every registry key and a sweep of problems, the key's
+// launch runs the kernel its plan chose. The real register.cpp, plan.cpp (plan_sm90) and
+// kernel_args.cpp (make_kernel_params) are compiled into this test; launch_prefill is a
+// stub that records which kernel ran and then runs make_kernel_params's refusals. The stub
+// is instantiated for exactly the kernels kernels/*.cu instantiate (the list CMake reads
+// from them, sm90_kernel_instances.inc), so a launch of any other kernel fails the link.
+//
+// Why: a launch that quietly runs another correct kernel than the plan's (the runtime-mask
+// kernel instead of a causal-only one, the narrow tile's instead of the wide one's) passes
+// every oracle comparison; only its speed shows it. ctest runs this binary three times:
+// with the default causal-kernel row limit and with FLASHBAND_SM90_CAUSAL_MAX_ROWS at 0
+// and 100 (tests/gpu/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/upload.h"
+#include "backends/sm90/kernel_args.h"
+#include "backends/sm90/sm90_backend.h"
+#include "backends/sm90/tensor_map.h"
+#include "backends/sm90/tile_config.h"
+#include "core/mask.h"
+#include "dispatch/registry.h"
+#include "flashband/error.h"
+#include "plan/plan.h"
+
+namespace flashband {
+
+// ---- what the compiled sources call that needs a GPU or another backend ----
+namespace cuda {
+int multiprocessor_count(int) { return 132; }
+int current_device() { return 0; }
+int max_shared_memory_per_block(int) { return 227 * 1024; }
+// Index arrays only take their place in the workspace: nothing is uploaded here.
+std::size_t IndexBlob::append(const void*, std::size_t bytes) {
+  const std::size_t offset = align_up(bytes_.size());
+  bytes_.resize(align_up(offset + bytes));
+  return offset;
+}
+void upload_async(void*, const IndexBlob&, void*) {}
+}  // namespace cuda
+namespace dispatch {
+void register_cpu_kernels(Registry&) {}
+#if FLASHBAND_WITH_SM80
+void register_sm80_kernels(Registry&) {}
+#endif
+#if FLASHBAND_WITH_CUDNN
+void register_cudnn_kernels(Registry&) {}
+#endif
+}  // namespace dispatch
+
+namespace sm90 {
+CUtensorMap make_paged_map(const PagedPool&, int, const char*) { throw Error(ErrorCode::kInternal, "stub"); }
+CUtensorMap make_token_major_map(const TokenMajorTensor&, int, const char*) {
+  throw Error(ErrorCode::kInternal, "stub");
+}
+}  // namespace sm90
+
+namespace {
+
+// One compiled kernel.
+struct KernelId {
+  DType dtype;
+  int head_dim;
+  bool paged, wide;
+  sm90::MaskKind mask;
+  auto tie() const { return std::make_tuple(static_cast<int>(dtype), head_dim, paged, wide, static_cast<int>(mask)); }
+  bool operator<(const KernelId& o) const { return tie() < o.tie(); }
+  std::string name() const {
+    const char* m = mask == sm90::MaskKind::kAny ? "runtime-mask" : mask == sm90::MaskKind::kCausal ? "causal" : "kv-len";
+    return std::string(dtype == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(head_dim) +
+           (paged ? " paged" : " contiguous") + (wide ? " wide " : " narrow ") + m;
+  }
+};
+
+// What the last launch ran.
+struct Ran {
+  int calls = 0;
+  KernelId kernel{};
+  int block_m = 0, block_n = 0;
+  std::string refused;
+};
+Ran g_ran;
+
+}  // namespace
+
+namespace sm90 {
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask>
+void launch_prefill(const core::AttentionParams& a) {
+  ++g_ran.calls;
+  g_ran.kernel = {kDType, kHeadDim, kPaged, kWide, kMask};
+  g_ran.block_m = TileConfig<kHeadDim, kWide>::kBlockM;
+  g_ran.block_n = TileConfig<kHeadDim, kWide>::kBlockN;
+  PlanState st = plan_state(a);  // without work items make_kernel_params stops after its checks
+  st.items = nullptr;
+  st.num_items = 0;
+  try {
+    (void)make_kernel_params(a, st, {g_ran.block_m, g_ran.block_n, kPaged, kMask});
+  } catch (const Error& e) {
+    g_ran.refused = e.what();
+  }
+}
+}  // namespace sm90
+
+#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK)                       \
+  template void sm90::launch_prefill<DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK>( \
+      const core::AttentionParams&);
+#include "backends/sm90/kernel_instances.h"
+#include "sm90_kernel_instances.inc"
+#undef FLASHBAND_SM90_INSTANTIATE
+
+namespace {
+
+#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK) \
+  KernelId{DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK},
+const KernelId kCompiled[] = {
+#include "sm90_kernel_instances.inc"
+};
+#undef FLASHBAND_SM90_INSTANTIATE
+
+// Whether a tile has a kernel compiled without masks (register.cpp's choice for keys
+// without a mask or soft cap).
+bool has_kvlen_kernel(int head_dim, bool paged, bool wide) {
+  if (wide) return true;
+  switch (head_dim) {
+    case 64: return paged ? sm90::kNarrowFoldsMask<64, true> : sm90::kNarrowFoldsMask<64, false>;
+    case 128: return paged ? sm90::kNarrowFoldsMask<128, true> : sm90::kNarrowFoldsMask<128, false>;
+    default: return paged ? sm90::kNarrowFoldsMask<256, true> : sm90::kNarrowFoldsMask<256, false>;
+  }
+}
+
+struct Sweep {
+  int checked = 0;
+  std::vector<std::string> failures;  // the first few
+  int failed = 0;
+  std::set<KernelId> reached;
+};
+
+void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool paged, const std::vector<int>& qo,
+               const std::vector<int>& kv, bool causal, int window_in, float cap) {
+  detail::Plan plan;
+  const int B = static_cast<int>(qo.size());
+  plan.batch = B;
+  plan.qo_indptr = {0};
+  for (int q : qo) plan.qo_indptr.push_back(plan.qo_indptr.back() + q);
+  plan.kv_lens.assign(kv.begin(), kv.end());
+  plan.kv_indptr = {0};
+  constexpr int kPage = 16;
+  if (paged) {
+    plan.page_size = kPage;
+    int page = 0;
+    for (int b = 0; b < B; ++b) {
+      const int pages = (kv[b] + kPage - 1) / kPage;
+      for (int p = 0; p < pages; ++p) plan.page_indices.push_back(page++);
+      plan.kv_indptr.push_back(plan.kv_indptr.back() + pages);
+      plan.last_page_len.push_back(kv[b] == 0 ? 0 : (kv[b] - 1) % kPage + 1);
+    }
+    plan.num_pages = page;
+    plan.max_page_index = page - 1;
+  } else {
+    for (int k : kv) plan.kv_indptr.push_back(plan.kv_indptr.back() + k);
+  }
+  const int max_kv = *std::max_element(kv.begin(), kv.end());
+  const int max_qo = *std::max_element(qo.begin(), qo.end());
+  core::AttentionParams& a = plan.params;
+  a.op = paged ? Op::kPagedPrefill : (B == 1 ? Op::kSinglePrefill : Op::kRaggedPrefill);
+  a.dtype = dt;
+  a.batch = B;
+  a.num_qo_heads = 4;
+  a.num_kv_heads = 2;
+  a.head_dim = D;
+  a.kv_storage = paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous;
+  a.page_size = paged ? kPage : 0;
+  a.causal = causal;
+  a.window_left = core::normalize_window(window_in, max_kv);  // as plan() does
+  a.logits_soft_cap = cap;
+  a.max_qo_len = max_qo;
+  a.max_kv_len = max_kv;
+  a.total_qo_tokens = plan.qo_indptr[B];
+
+  dispatch::VariantKey key;
+  key.backend = Backend::kSM90;
+  key.shape = dispatch::KernelShape::kPrefill;
+  key.storage = a.kv_storage;
+  key.dtype = dt;
+  key.head_dim = D;
+  key.needs_mask = core::needs_mask(causal, a.window_left);
+  key.soft_cap = cap > 0.0f;
+  const std::string what = key.to_string() + " qo " + std::to_string(qo[0]) + (B > 1 ? "+" : "") + " kv " +
+                           std::to_string(kv[0]) + " window " + std::to_string(a.window_left);
+  ++sw.checked;
+  std::string why;
+  const dispatch::KernelEntry* e = reg.find(key);
+  if (e == nullptr) {
+    why = " no registry entry";
+  } else {
+    static const std::unique_ptr<unsigned char[]> workspace(new unsigned char[size_t{256} << 20]);
+    plan.variant = key.to_string();
+    detail::plan_sm90(plan, Workspace{workspace.get(), size_t{256} << 20});
+    const sm90::PlanState& st = sm90::plan_state(a);
+    g_ran = Ran{};
+    e->launch(a);
+    const KernelId& k = g_ran.kernel;
+    const bool ran_causal = k.mask == sm90::MaskKind::kCausal;
+    if (g_ran.calls != 1) why += " launches " + std::to_string(g_ran.calls);
+    if (!g_ran.refused.empty()) why += " refused: " + g_ran.refused;
+    if (g_ran.block_m != st.block_m || g_ran.block_n != st.block_n)
+      why += " ran the " + std::to_string(g_ran.block_m) + "x" + std::to_string(g_ran.block_n) + " tile, planned " +
+             std::to_string(st.block_m) + "x" + std::to_string(st.block_n);
+    if (k.dtype != dt || k.head_dim != D || k.paged != paged) why += " ran " + k.name();
+    if (ran_causal != st.causal_kernel)
+      why += std::string(" ran the ") + (ran_causal ? "causal-only" : "other") + " kernel, planned the " +
+             (st.causal_kernel ? "causal-only" : "other");
+    if ((plan.variant.find("/causal") != std::string::npos) != st.causal_kernel) why += " variant " + plan.variant;
+    const bool masked = sm90::takes_runtime_mask_kernels(key.needs_mask, key.soft_cap);
+    if (masked && k.mask == sm90::MaskKind::kKVLen) why += " a masked key ran a kernel without masks";
+    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, paged, k.wide))
+      why += " an unmasked key ran " + k.name();
+    if (why.empty()) sw.reached.insert(k);
+  }
+  if (!why.empty()) {
+    ++sw.failed;
+    if (sw.failures.size() < 20) sw.failures.push_back(what + ":" + why);
+  }
+}
+
+// Every key, over requests of 1 to 20000 query rows (single, ragged batches, random ones),
+// keys equal to, past, under and far past the query rows, with and without causal,
+// windows and a soft cap. Run once per process.
+const Sweep& sweep() {
+  static const Sweep result = [] {
+    Sweep sw;
+    dispatch::Registry reg;
+    dispatch::register_sm90_kernels(reg);
+    std::vector<std::vector<int>> qos;
+    for (int n : {1, 63, 64, 65, 128, 129, 192, 193, 300, 512, 640, 704, 768, 896, 1000, 1023, 1024, 2048, 2049,
+                  4096, 6143, 6144, 6145, 8192, 8193, 12000, 16384, 20000})
+      qos.push_back({n});
+    qos.push_back({6300, 100});
+    qos.push_back({1, 8191});
+    qos.push_back({8300, 30});
+    qos.push_back({16, 16, 16});
+    std::mt19937 rng(7);
+    for (int i = 0; i < 16; ++i) {
+      std::vector<int> q;
+      const int b = 1 + static_cast<int>(rng() % 5);
+      for (int j = 0; j < b; ++j) q.push_back(1 + static_cast<int>(rng() % (rng() % 2 ? 20000 : 900)));
+      qos.push_back(q);
+    }
+    for (DType dt : {DType::kF16, DType::kBF16})
+      for (int D : {64, 128, 256})
+        for (bool paged : {false, true})
+          for (const auto& qo : qos)
+            for (int kv_mode = 0; kv_mode < 4; ++kv_mode) {
+              std::vector<int> kv;
+              for (int q : qo)
+                kv.push_back(kv_mode == 0 ? q : kv_mode == 1 ? q + 57 : kv_mode == 2 ? std::max(1, q / 2) : q + 3000);
+              for (bool causal : {false, true})
+                for (int window : {-1, 0, 100, 1500, 1 << 30})  // the last hides nothing: normalised away
+                  for (float cap : {0.0f, 5.0f}) check_one(sw, reg, dt, D, paged, qo, kv, causal, window, cap);
+            }
+    return sw;
+  }();
+  return result;
+}
+
+TEST(Sm90Dispatch, EachKeysLaunchRunsThePlansKernel) {
+  const Sweep& sw = sweep();
+  EXPECT_GT(sw.checked, 20000);
+  EXPECT_EQ(sw.failed, 0) << "of " << sw.checked;
+  for (const std::string& f : sw.failures) ADD_FAILURE() << f;
+}
+
+// Every compiled kernel runs for some problem: none is dead code, and a launch that never
+// picks a kernel (a new one, say) fails here. With the knob at 0 the causal-only kernels
+// are off.
+TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
+  const Sweep& sw = sweep();
+  const bool causal_off = sm90::causal_kernel_max_rows() == 0;
+  std::set<KernelId> compiled;
+  for (const KernelId& k : kCompiled)
+    if (!(causal_off && k.mask == sm90::MaskKind::kCausal)) compiled.insert(k);
+  EXPECT_GE(compiled.size(), 24u);
+  for (const KernelId& k : compiled) EXPECT_TRUE(sw.reached.count(k)) << "never launched: " << k.name();
+  for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
+}
+
+}  // namespace
+}  // namespace flashband
