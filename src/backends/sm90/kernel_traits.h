@@ -44,9 +44,10 @@ struct KernelTraits {
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
   // An unmasked kernel (every wide tile; narrow ones where tile_config.h kNarrowFoldsMask)
   // serves only problems without a causal / window mask or soft cap (registry keys
-  // needs_mask = soft_cap = false, which make_kernel_params enforces): the mask state folds away at compile time, which
-  // D = 128's 176-key S tile's registers need, and which measured 2-4% faster at D = 64
-  // (eighth session). launch_prefill checks that the tile has one.
+  // needs_mask = soft_cap = false, which make_kernel_params enforces): the mask state folds
+  // away at compile time, which D = 128's 176-key S tile's registers need, and which
+  // measured 2-4% faster at D = 64 (eighth session). launch_prefill checks that the tile
+  // has one.
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
   // Only the runtime-mask kernels compile the soft cap (tile_config.h compiles_soft_cap).

@@ -4,11 +4,11 @@
 // masked one ("masked" below: needs_mask or soft_cap, tile_config.h
 // takes_runtime_mask_kernels). One kernel serves the four (needs_mask, soft_cap) keys of
 // its dtype / head dim / storage, except that the wide-tile kernel takes over where the
-// head dim has one: D = 64
-// (192 query rows; contiguous and paged K/V) and 128 (176 keys; contiguous) for keys neither
-// masked nor soft-capped, contiguous D = 256 (80 keys) for all four, with a kernel of its own
-// for the unmasked keys and one for the masked ones (tile_config.h use_wide_tiles, the rule plan_sm90
-// follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
+// head dim has one: D = 64 (192 query rows; contiguous and paged K/V) and 128 (176 keys;
+// contiguous) for keys neither masked nor soft-capped, contiguous D = 256 (80 keys) for all
+// four, with a kernel of its own for the unmasked keys and one for the masked ones
+// (tile_config.h use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses
+// a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only; contiguous
 // D = 128 without one: by the typical request's keys, narrow_unmasked_pays), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128

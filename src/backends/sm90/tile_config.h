@@ -139,9 +139,8 @@ constexpr bool kWideMasked<64> = true;
 // wide tile serves: paged D = 128 and 256 (their wide tiles are for contiguous K/V only).
 // Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
 // unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
-// session
-// (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16 -1.3%, page
-// 128 -1.7 / -1.9%.
+// session (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16
+// -1.3%, page 128 -1.7 / -1.9%.
 template <int kHeadDim, bool kPaged>
 constexpr bool kNarrowFoldsMask = kPaged && (kHeadDim == 128 || kHeadDim == 256);
 
@@ -220,6 +219,9 @@ constexpr int64_t kWideMaskedMinRows<64> = 6144;
 // -> 174.3 us, 768 253.8 -> 236.4, 1000 294.9 -> 303.8. Whole tiles make the choice switch
 // back and forth below 1024 keys (768 fills six narrow tiles and four and a third wide
 // ones); from kNarrowUnmaskedMaxKeys, beyond what was measured, the wide tile stays.
+// The rule against the wide tile alone (twenty-eighth session, same probes): 512 178.2 ->
+// 177.8 us, 640 218.1 -> 207.4, 768 255.9 -> 238.2, 896 296.7 -> 266.9; 704 and 1000, wide
+// under both, level.
 template <int kHeadDim>
 constexpr bool kNarrowUnmaskedByCost = false;
 template <>
