@@ -143,12 +143,30 @@ std::vector<Named> edge_cases() {
   v.push_back({"long_masked", make(E::kSingle, {6145}, {7000}, 2, 2, 64, f16, false, 300), false, true});
   // One head: too few 192-row tiles for the GPU, so the causal KV range is split too.
   v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
+  // Contiguous causal problems without a window or soft cap take the tile's causal-only
+  // kernel (the two above); its runtime-mask one meets causal with a window and with a soft
+  // cap (5, so that a kernel dropping it fails).
+  v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 2, 1, 64, f16, true, 1500)});
+  {
+    Case c = make(E::kSingle, {6200}, {6200}, 2, 2, 64, bf16, true);
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"long_masked", c});
+  }
   {
     Case c = make(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
     c.page_size = 16;
     v.push_back({"long_masked", c});
     c = make(E::kPaged, {6200, 7}, {6210, 300}, 2, 1, 64, bf16, true);
     c.page_size = 64;
+    v.push_back({"long_masked", c});
+    // Paged like contiguous: a second causal case for the causal-only kernel, and a
+    // soft-capped one for the runtime-mask kernel.
+    c = make(E::kPaged, {6300}, {6300}, 2, 1, 64, f16, true);
+    c.page_size = 16;
+    v.push_back({"long_masked", c});
+    c = make(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, true);
+    c.page_size = 16;
+    c.logits_soft_cap = 5.0f;
     v.push_back({"long_masked", c});
   }
   // sm90 runs causal problems without a window on a causal-only kernel up to 8192 query
@@ -292,8 +310,8 @@ std::vector<Named> edge_cases() {
       paged.page_size = 16;
       peaky(paged);
     }
-  // Soft cap with masks. Causal without a window as well: sm90 runs those short requests on
-  // its runtime-mask kernel, since its causal-only kernels leave the soft cap out.
+  // Soft cap with masks. Causal without a window as well: sm90 runs those on its
+  // runtime-mask kernels, since its causal-only kernels leave the soft cap out.
   {
     Case c = make(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
     c.logits_soft_cap = 30.0f;
@@ -307,6 +325,9 @@ std::vector<Named> edge_cases() {
     v.push_back({"softcap", c});
     c = make(E::kSingle, {300}, {300}, 2, 2, 64, bf16, true);
     c.logits_soft_cap = 20.0f;
+    v.push_back({"softcap", c});
+    c = make(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);
+    c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
   }
   {
@@ -469,25 +490,36 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
                                  max_rows);
 }
 
-// Causal problems without a window at D = 64 and 128 meet both of sm90's narrow kernels,
-// contiguous and paged: the causal-only one (short requests) and the runtime-mask one
-// (long_causal past the limit at D = 128; at D = 64, whose requests past the limit take the
-// 192-row tile from kWideMaskedMinRows, the soft-capped causal cases), by the default row
-// limit.
+// Causal problems without a window meet both kernels of each sm90 tile that has a
+// causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, and the
+// masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by the default row
+// limit: the
+// causal-only kernel, and the runtime-mask one (long_causal past the narrow limit at D =
+// 128; elsewhere soft-capped causal cases: D = 64's requests past the limit take the
+// 192-row tile from kWideMaskedMinRows, and the wide tiles have no limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
-  for (int d : {64, 128}) {
-    for (bool paged : {false, true}) {
-      int causal_only = 0, runtime_mask = 0;
-      for (const Named& n : edge_cases()) {
-        const Case& c = n.c;
-        if (c.head_dim != d || c.entry == EntryPoint::kDecode || (c.entry == EntryPoint::kPaged) != paged || !c.causal)
-          continue;
-        if (sm90_facts(c).window >= 0 || sm90_tile(c).block_m != 128) continue;
-        ++(sm90_causal_kernel(c, sm90::kCausalKernelMaxRows) ? causal_only : runtime_mask);
-      }
-      EXPECT_GE(causal_only, 2) << "D = " << d << (paged ? ", paged" : "");
-      EXPECT_GE(runtime_mask, 1) << "D = " << d << (paged ? ", paged" : "");
+  struct Tile {
+    int head_dim;
+    bool paged;
+    bool wide;
+  };
+  for (const Tile t : {Tile{64, false, false}, Tile{64, true, false}, Tile{128, false, false}, Tile{128, true, false},
+                       Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true}}) {
+    ASSERT_TRUE(sm90::has_causal_kernel(t.head_dim, t.paged, t.wide));
+    int causal_only = 0, runtime_mask = 0;
+    for (const Named& n : edge_cases()) {
+      const Case& c = n.c;
+      if (c.head_dim != t.head_dim || c.entry == EntryPoint::kDecode || (c.entry == EntryPoint::kPaged) != t.paged ||
+          !c.causal)
+        continue;
+      const Sm90Facts f = sm90_facts(c);
+      if (f.window >= 0 || f.wide != t.wide) continue;
+      ++(sm90_causal_kernel(c, sm90::kCausalKernelMaxRows) ? causal_only : runtime_mask);
     }
+    const std::string where = "D = " + std::to_string(t.head_dim) + (t.paged ? ", paged" : "") +
+                              (t.wide ? ", wide tile" : ", narrow tile");
+    EXPECT_GE(causal_only, 2) << where;
+    EXPECT_GE(runtime_mask, 1) << where;
   }
 }
 
@@ -507,7 +539,7 @@ TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
       ++narrow;
     }
   }
-  EXPECT_EQ(tall, 5);
+  EXPECT_EQ(tall, 9);
   EXPECT_GE(narrow, 10);
 }
 

@@ -270,8 +270,9 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 }
 
 // The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, causal without a
-// window or soft cap, up to the row limit; every other problem keeps the runtime-mask kernel.
-TEST(Sm90WorkList, CausalKernelOnlyForShortCausalProblemsWithoutAWindow) {
+// window or soft cap, up to the row limit, and the masked wide tiles at any length; every
+// other problem keeps the runtime-mask kernel.
+TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
   for (int D : {64, 128})
     for (bool paged : {false, true}) {
@@ -281,11 +282,25 @@ TEST(Sm90WorkList, CausalKernelOnlyForShortCausalProblemsWithoutAWindow) {
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, 0, false, 1, kMax)) << D;       // a window
       EXPECT_FALSE(use_causal_kernel(D, paged, false, false, -1, false, 1, kMax)) << D;     // not causal
       EXPECT_FALSE(use_causal_kernel(D, paged, false, false, 100, false, 1, kMax)) << D;    // a window alone
-      EXPECT_FALSE(use_causal_kernel(D, paged, true, true, -1, false, 1, kMax)) << D;       // the wide tile
+      // The wide tile: D = 64's has a causal-only kernel, at any length.
+      EXPECT_EQ(use_causal_kernel(D, paged, true, true, -1, false, 1 << 20, kMax), D == 64) << D;
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, 1, 0)) << D;         // turned off
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
   for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, false, 1, kMax));
+  // The masked wide tiles (D = 64's 192 rows, contiguous and paged; D = 256's 80 keys,
+  // contiguous), at any length: no window, no soft cap, causal, and off with the knob at 0.
+  EXPECT_TRUE(use_causal_kernel(64, true, true, true, -1, false, 1 << 20, kMax));
+  EXPECT_FALSE(use_causal_kernel(64, true, true, true, -1, false, 6144, 0));
+  for (int D : {64, 256}) {
+    EXPECT_TRUE(use_causal_kernel(D, false, true, true, -1, false, 1, kMax)) << D;
+    EXPECT_TRUE(use_causal_kernel(D, false, true, true, -1, false, 1 << 20, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, true, true, 500, false, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, true, true, -1, true, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, true, false, -1, false, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, true, true, -1, false, 6144, 0)) << D;
+  }
+  EXPECT_FALSE(use_causal_kernel(256, true, true, true, -1, false, 6144, kMax));  // no paged wide tile
   EXPECT_EQ(kMax, 8192);  // measured: 4k and 8k gained, 16k lost
 }
 

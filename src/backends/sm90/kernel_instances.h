@@ -8,7 +8,7 @@
 // The narrow tile compiled without masks (kNarrowFoldsMask).
 #define FLASHBAND_SM90_PREFILL_UNMASKED(DTYPE, HEAD_DIM, PAGED) \
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kKVLen)
-// The narrow tile compiled for causal problems without a window (kCausalKernel).
+// The narrow tile compiled for causal problems without a window or soft cap (kCausalKernel).
 #define FLASHBAND_SM90_PREFILL_CAUSAL(DTYPE, HEAD_DIM, PAGED) \
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, false, kCausal)
 // The wide-tile variants (contiguous K/V, and paged where kWidePaged): with the causal /
@@ -19,3 +19,6 @@
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, true, kAny)
 #define FLASHBAND_SM90_PREFILL_WIDE_UNMASKED(DTYPE, HEAD_DIM, PAGED) \
   FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, true, kKVLen)
+// The wide tile compiled for causal problems without a window or soft cap (kCausalKernel).
+#define FLASHBAND_SM90_PREFILL_WIDE_CAUSAL(DTYPE, HEAD_DIM, PAGED) \
+  FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, true, kCausal)

@@ -6,16 +6,18 @@
 // its dtype / head dim / storage, except that the wide-tile kernel takes over where the
 // head dim has one: D = 64 (192 query rows; contiguous and paged K/V) and 128 (176 keys;
 // contiguous) for keys neither masked nor soft-capped, contiguous D = 256 (80 keys) for all
-// four, with a kernel of its own for the unmasked keys and one for the masked ones
-// (tile_config.h use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses
-// a plan whose tile is not the kernel's). Where the
+// four, with a kernel of its own for the unmasked keys and, for the masked ones, a
+// runtime-mask one and a causal-only one (tile_config.h use_wide_tiles, the rule plan_sm90
+// follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
 // rule depends on the problem's shape (D = 64 with a mask: long requests only; contiguous
 // D = 128 without one: by the typical request's keys, narrow_unmasked_pays), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
-// (contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
-// chose it (causal problems without a window or soft cap and with short requests:
-// tile_config.h use_causal_kernel), the runtime-mask one otherwise. Paged D = 128 and 256
-// unmasked keys run a narrow kernel compiled without masks (tile_config.h kNarrowFoldsMask).
+// (contiguous and paged) and the masked wide tiles (D = 64 contiguous and paged, D = 256
+// contiguous) a masked key's launch runs a causal-only kernel where the plan chose it
+// (causal problems without a window or soft cap: short requests on a narrow tile, any
+// length on a wide one; tile_config.h use_causal_kernel), the runtime-mask one otherwise.
+// Paged D = 128 and 256 unmasked keys run a narrow kernel compiled without masks
+// (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -34,7 +36,9 @@ struct Compiled {
   LaunchFn launch;              // the narrow tile; nullptr where the wide one serves every key
   LaunchFn launch_unmasked;     // the narrow tile without masks; nullptr where it has none
   LaunchFn launch_wide;         // the wide tile without masks; nullptr where it has none
-  LaunchFn launch_wide_masked;  // the wide tile with masks; nullptr where it has none
+  // The wide tile with masks (a launch_masked where the head dim has no narrow tile); nullptr
+  // where it has none.
+  LaunchFn launch_wide_masked;
   LaunchFn launch_masked;       // launch_masked where a masked key's kernel depends on the problem
   LaunchFn launch_unmasked_by_shape;  // where an unmasked key's tile depends on the problem (no mask or soft cap)
 };
@@ -48,20 +52,27 @@ template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind 
 constexpr LaunchFn kLaunch = sm90::launch_prefill<kDType, kHeadDim, kPaged, kWide, kMask>;
 
 // The launch of a masked key whose kernel the plan picks by the problem: the tile it
-// recorded (where the head dim has a masked wide tile) and, on the narrow tile, whether the
+// recorded (where the head dim has a masked wide tile and a narrow one; a head dim with
+// only the wide tile, kNarrow false, always runs it) and, on either tile, whether the
 // causal-only kernel runs (make_kernel_params refuses a problem either kernel cannot serve).
-template <DType kDType, int kHeadDim, bool kPaged, bool kWideMasked, bool kCausal>
+template <DType kDType, int kHeadDim, bool kPaged, bool kNarrow, bool kWideMasked, bool kCausal, bool kWideCausal>
 void launch_masked(const core::AttentionParams& a) {
   const sm90::PlanState& st = sm90::plan_state(a);
   if constexpr (kWideMasked) {
     constexpr sm90::TileShape wide = sm90::tile_shape_of<kHeadDim, true>();
-    if (st.block_m == wide.block_m && st.block_n == wide.block_n)
-      return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kAny>(a);
+    if (!kNarrow || (st.block_m == wide.block_m && st.block_n == wide.block_n)) {
+      if constexpr (kWideCausal) {
+        if (st.causal_kernel) return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kCausal>(a);
+      }
+      return sm90::launch_prefill<kDType, kHeadDim, kPaged, true, MaskKind::kAny>(a);  // refuses any other tile
+    }
   }
-  if constexpr (kCausal) {
-    if (st.causal_kernel) return sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kCausal>(a);
+  if constexpr (kNarrow) {
+    if constexpr (kCausal) {
+      if (st.causal_kernel) return sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kCausal>(a);
+    }
+    sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kAny>(a);  // refuses any other tile
   }
-  sm90::launch_prefill<kDType, kHeadDim, kPaged, false, MaskKind::kAny>(a);  // refuses any other tile
 }
 
 // The launch of a key without a mask whose tile the plan picks by the problem (D = 128: the
@@ -81,7 +92,8 @@ void launch_unmasked_by_shape(const core::AttentionParams& a) {
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
 // narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
 // without masks (*_wide.cu) and with them where kWideMasked (*_wide_masked.cu at D = 64 and
-// 256), the causal-only narrow one where kCausalKernel (*_causal.cu), and the narrow one
+// 256), the causal-only narrow and wide ones where kCausalKernel (*_causal.cu,
+// *_wide_causal.cu), and the narrow one
 // without masks where kNarrowFoldsMask (*_unmasked.cu). Only these are referenced, so a
 // kernels/*.cu file missing for the rule fails the link.
 template <DType T, int D, bool P>
@@ -90,15 +102,19 @@ constexpr Compiled row() {
   constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
   constexpr bool kNarrow = !(sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::use_wide_tiles_of<D>(true, P, 0));
   constexpr bool kCausal = kNarrow && sm90::kCausalKernel<D, P, false>;
+  constexpr bool kWideCausal = kWideMasked && sm90::kCausalKernel<D, P, true>;
   constexpr bool kNarrowUnmasked =
       kNarrow && !sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::kNarrowFoldsMask<D, P>;
   Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
   if constexpr (kNarrowUnmasked) c.launch_unmasked = kLaunch<T, D, P, false, MaskKind::kKVLen>;
   if constexpr (kWideTile) c.launch_wide = kLaunch<T, D, P, true, MaskKind::kKVLen>;
-  if constexpr (kWideMasked) c.launch_wide_masked = kLaunch<T, D, P, true>;
+  if constexpr (kWideCausal && !kNarrow)  // the wide tile alone: the plan picks one of its two masked kernels
+    c.launch_wide_masked = launch_masked<T, D, P, false, true, false, true>;
+  else if constexpr (kWideMasked)
+    c.launch_wide_masked = kLaunch<T, D, P, true>;
   if constexpr (kNarrow && (kWideMasked || kCausal))
-    c.launch_masked = launch_masked<T, D, P, kWideMasked, kCausal>;
+    c.launch_masked = launch_masked<T, D, P, true, kWideMasked, kCausal, kWideCausal>;
   if constexpr (kWideTile && kNarrow && sm90::wide_tiles_by_shape(D, false, P))
     c.launch_unmasked_by_shape = launch_unmasked_by_shape<T, D, P>;
   return c;
