@@ -77,6 +77,17 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
+  // Paged D = 256 causal without a window: sm90's causal-only narrow kernel, with gathered
+  // pages (16, a diagonal that ends inside a tile, a request without a whole tile) and TMA
+  // pages (128, the last tile gathered).
+  {
+    Case c = make(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, f16, true);
+    c.page_size = 16;
+    v.push_back({"tile_edge", c});
+    c = make(E::kPaged, {300}, {430}, 4, 2, 256, bf16, true);
+    c.page_size = 128;
+    v.push_back({"tile_edge", c});
+  }
   // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
   // align), and causal windows whose edges fall inside a tile or on its edge.
   for (int page : {32, 48}) {
@@ -329,6 +340,10 @@ std::vector<Named> edge_cases() {
     c = make(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
+    c = make(E::kPaged, {130, 64}, {300, 64}, 2, 1, 256, bf16, true);  // sm90: D = 256's runtime-mask paged kernel
+    c.page_size = 16;
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap", c});
   }
   {
     Case c = make(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
@@ -491,9 +506,9 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 }
 
 // Causal problems without a window meet both kernels of each sm90 tile that has a
-// causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, and the
-// masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by the default row
-// limit: the
+// causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, paged D =
+// 256's, and the masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by
+// the default row limit: the
 // causal-only kernel, and the runtime-mask one (long_causal past the narrow limit at D =
 // 128; elsewhere soft-capped causal cases: D = 64's requests past the limit take the
 // 192-row tile from kWideMaskedMinRows, and the wide tiles have no limit).
@@ -504,7 +519,7 @@ TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
     bool wide;
   };
   for (const Tile t : {Tile{64, false, false}, Tile{64, true, false}, Tile{128, false, false}, Tile{128, true, false},
-                       Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true}}) {
+                       Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true}}) {
     ASSERT_TRUE(sm90::has_causal_kernel(t.head_dim, t.paged, t.wide));
     int causal_only = 0, runtime_mask = 0;
     for (const Named& n : edge_cases()) {

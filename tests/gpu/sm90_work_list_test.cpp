@@ -269,7 +269,8 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_EQ(tile_shape(64, false).block_m, 128);
 }
 
-// The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, causal without a
+// The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, and paged D =
+// 256's, causal without a
 // window or soft cap, up to the row limit, and the masked wide tiles at any length; every
 // other problem keeps the runtime-mask kernel.
 TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
@@ -287,7 +288,14 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, 1, 0)) << D;         // turned off
       EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
-  for (bool paged : {false, true}) EXPECT_FALSE(use_causal_kernel(256, paged, false, true, -1, false, 1, kMax));
+  // D = 256's narrow tile (paged only: contiguous D = 256 runs the 80-key tile alone), by the
+  // row limit as the other narrow tiles.
+  EXPECT_FALSE(use_causal_kernel(256, false, false, true, -1, false, 1, kMax));
+  EXPECT_TRUE(use_causal_kernel(256, true, false, true, -1, false, kMax, kMax));
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, kMax + 1, kMax));
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, 0, false, 1, kMax));
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, true, 1, kMax));
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, 1, 0));
   // The masked wide tiles (D = 64's 192 rows, contiguous and paged; D = 256's 80 keys,
   // contiguous), at any length: no window, no soft cap, causal, and off with the knob at 0.
   EXPECT_TRUE(use_causal_kernel(64, true, true, true, -1, false, 1 << 20, kMax));

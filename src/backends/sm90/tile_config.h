@@ -161,8 +161,9 @@ FB_HD constexpr bool compiles_soft_cap(MaskKind mask) { return mask == MaskKind:
 FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) { return needs_mask || soft_cap; }
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
-// tiles of D = 64 and 128, contiguous and paged, and the masked wide tiles (D = 64's 192
-// rows, contiguous and paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it (use_causal_kernel below) for causal
+// tiles of D = 64 and 128, contiguous and paged, and of paged D = 256 (contiguous D = 256
+// has no narrow kernel), and the masked wide tiles (D = 64's 192 rows, contiguous and
+// paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it (use_causal_kernel below) for causal
 // problems without a window or soft cap whose typical request has at most
 // causal_kernel_max_rows() query rows on a narrow tile, at any length on a wide one (D = 64's
 // only from kWideMaskedMinRows rows); the launch follows the plan (register.cpp
@@ -180,9 +181,12 @@ FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) 
 // code left out, and 8k and 16k causal at D = 64 run the 192-row runtime-mask kernel,
 // which carries both (SASS: 4504 -> 3448 lines without them); D = 256's 80-key kernel
 // spills 20 / 36 bytes with them and 8 / 16 without (its 512 causal is sm90's lowest row
-// against cuDNN).
+// against cuDNN). Paged D = 256 (prepared in the twenty-ninth session): its contiguous
+// twin, the 80-key tile, gained 3.6-4.3% below 16k from its causal-only kernel (ncu), and
+// the paged rows at D = 256 are sm90's lowest against ragged.
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
-  return wide ? head_dim == 64 || (head_dim == 256 && !paged) : head_dim == 64 || head_dim == 128;
+  return wide ? head_dim == 64 || (head_dim == 256 && !paged)
+              : head_dim == 64 || head_dim == 128 || (head_dim == 256 && paged);
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
