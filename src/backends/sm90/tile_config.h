@@ -181,9 +181,12 @@ FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) 
 // code left out, and 8k and 16k causal at D = 64 run the 192-row runtime-mask kernel,
 // which carries both (SASS: 4504 -> 3448 lines without them); D = 256's 80-key kernel
 // spills 20 / 36 bytes with them and 8 / 16 without (its 512 causal is sm90's lowest row
-// against cuDNN). Paged D = 256 (prepared in the twenty-ninth session): its contiguous
-// twin, the 80-key tile, gained 3.6-4.3% below 16k from its causal-only kernel (ncu), and
-// the paged rows at D = 256 are sm90's lowest against ragged.
+// against cuDNN). Measured (twenty-ninth session, ncu, knob 0 against the kernels):
+// D = 64 8k causal 1.47 -> 1.42 ms, 16k causal 2.83 -> 2.76, 16k causal page 16 3.05 ->
+// 2.95; D = 256 512 causal 135.5 -> 129.7 us, 2k causal 293.4 -> 282.8, 16k causal 1.64 ->
+// 1.63 ms. Paged D = 256's narrow tile the same way (its SASS 5872 -> 5272 lines, spills
+// unchanged at 20 bytes): 512 causal page 16 133.5 -> 126.3 us, 2k causal page 16 310.6 ->
+// 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
   return wide ? head_dim == 64 || (head_dim == 256 && !paged)
               : head_dim == 64 || head_dim == 128 || (head_dim == 256 && paged);
