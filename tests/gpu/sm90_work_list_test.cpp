@@ -270,9 +270,8 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 }
 
 // The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, and paged D =
-// 256's, causal without a
-// window or soft cap, up to the row limit, and the masked wide tiles at any length; every
-// other problem keeps the runtime-mask kernel.
+// 256's, causal without a window or soft cap, up to the row limit, and the masked wide
+// tiles at any length; every other problem keeps the runtime-mask kernel.
 TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
   for (int D : {64, 128})
@@ -293,8 +292,10 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   EXPECT_FALSE(use_causal_kernel(256, false, false, true, -1, false, 1, kMax));
   EXPECT_TRUE(use_causal_kernel(256, true, false, true, -1, false, kMax, kMax));
   EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, kMax + 1, kMax));
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, 0, false, 1, kMax));
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, true, 1, kMax));
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, 0, false, 1, kMax));      // a window
+  EXPECT_FALSE(use_causal_kernel(256, true, false, false, -1, false, 1, kMax));    // not causal
+  EXPECT_FALSE(use_causal_kernel(256, true, false, false, 100, false, 1, kMax));   // a window alone
+  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, true, 1, kMax));      // a soft cap
   EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, 1, 0));
   // The masked wide tiles (D = 64's 192 rows, contiguous and paged; D = 256's 80 keys,
   // contiguous), at any length: no window, no soft cap, causal, and off with the knob at 0.

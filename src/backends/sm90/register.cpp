@@ -12,10 +12,11 @@
 // rule depends on the problem's shape (D = 64 with a mask: long requests only; contiguous
 // D = 128 without one: by the typical request's keys, narrow_unmasked_pays), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
-// (contiguous and paged) and of paged D = 256, and the masked wide tiles (D = 64 contiguous and paged, D = 256
-// contiguous) a masked key's launch runs a causal-only kernel where the plan chose it
-// (causal problems without a window or soft cap: short requests on a narrow tile, any
-// length on a wide one; tile_config.h use_causal_kernel), the runtime-mask one otherwise.
+// (contiguous and paged) and of paged D = 256, and the masked wide tiles (D = 64
+// contiguous and paged, D = 256 contiguous) a masked key's launch runs a causal-only kernel
+// where the plan chose it (causal problems without a window or soft cap: short requests
+// on a narrow tile, any length on a wide one; tile_config.h use_causal_kernel), the
+// runtime-mask one otherwise.
 // Paged D = 128 and 256 unmasked keys run a narrow kernel compiled without masks
 // (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.

@@ -163,19 +163,18 @@ FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
 // tiles of D = 64 and 128, contiguous and paged, and of paged D = 256 (contiguous D = 256
 // has no narrow kernel), and the masked wide tiles (D = 64's 192 rows, contiguous and
-// paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it (use_causal_kernel below) for causal
-// problems without a window or soft cap whose typical request has at most
-// causal_kernel_max_rows() query rows on a narrow tile, at any length on a wide one (D = 64's
-// only from kWideMaskedMinRows rows); the launch follows the plan (register.cpp
-// launch_masked). Measured (sixteenth session, ncu, bf16, B x S = 16k; contiguous first
-// with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
-// 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us, 2k 339.7 -> 331.6 and 340.5 -> 338.4 us,
-// but 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02 and 2.03 -> 2.08 ms; D = 64 512 227.0 ->
-// 216.7 us, 2k 512.1 -> 495.3 and 516.6 -> 503.3 us (its requests from 6144 rows take the
-// wide tile); D = 256's 80-key tile 303.4 -> 303.3 us at 2k (both with the soft cap's
-// code), so it had none then. Paged, D =
-// 128 2k causal: pages of 16 386.4 -> 382.4 us, 1 387.3 -> 385.0, 128 364.2 -> 351.5; 512
-// page 16 164.6 -> 159.6; D = 64 2k page 16 560.2 -> 556.9.
+// paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it
+// (use_causal_kernel below) for causal problems without a window or soft cap whose typical
+// request has at most causal_kernel_max_rows() query rows on a narrow tile, at any length
+// on a wide one (D = 64's only from kWideMaskedMinRows rows); the launch follows the plan
+// (register.cpp launch_masked). Measured (sixteenth session, ncu, bf16, B x S = 16k; contiguous
+// first with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
+// 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us, 2k 339.7 -> 331.6 and 340.5 -> 338.4 us, but
+// 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02 and 2.03 -> 2.08 ms; D = 64 512 227.0 -> 216.7 us,
+// 2k 512.1 -> 495.3 and 516.6 -> 503.3 us (its requests from 6144 rows take the wide tile); D =
+// 256's 80-key tile 303.4 -> 303.3 us at 2k (both with the soft cap's code), so it had none
+// then. Paged, D = 128 2k causal: pages of 16 386.4 -> 382.4 us, 1 387.3 -> 385.0, 128 364.2 ->
+// 351.5; 512 page 16 164.6 -> 159.6; D = 64 2k page 16 560.2 -> 556.9.
 // Why the wide tiles have one (prepared in the twenty-eighth session): D = 64's narrow one
 // gained 3-5% from the window's arithmetic folded away and 5.4% more from the soft cap's
 // code left out, and 8k and 16k causal at D = 64 run the 192-row runtime-mask kernel,
@@ -197,8 +196,9 @@ constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
 // 4k and 16k lost); without it (twenty-eighth session, same probes, limit lifted against
 // 2048) D = 128 4k causal 567.1 -> 545.6 us, 8k 1.06 -> 1.03 ms, D = 64 4k 855.7 -> 828.2
 // us, but 16k 2.03 -> 2.07 ms. D = 64 requests from kWideMaskedMinRows take the 192-row
-// tile, so this limit reaches D = 128 alone beyond 6144. It is a narrow-tile limit: the
-// wide tiles' causal-only kernels have none.
+// tile, so this limit reaches D = 128 and paged D = 256 alone beyond 6144 (paged D = 256
+// past 8192 rows not measured). It is a narrow-tile limit: the wide tiles' causal-only
+// kernels have none.
 constexpr int64_t kCausalKernelMaxRows = 8192;
 
 // kCausalKernelMaxRows, or FLASHBAND_SM90_CAUSAL_MAX_ROWS where set (0: never, on every
