@@ -508,10 +508,10 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 // Causal problems without a window meet both kernels of each sm90 tile that has a
 // causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, paged D =
 // 256's, and the masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by
-// the default row limit: the
-// causal-only kernel, and the runtime-mask one (long_causal past the narrow limit at D =
-// 128; elsewhere soft-capped causal cases: D = 64's requests past the limit take the
-// 192-row tile from kWideMaskedMinRows, and the wide tiles have no limit).
+// the default row limit: the causal-only kernel, and the runtime-mask one (long_causal
+// past the narrow limit at D = 128; elsewhere soft-capped causal cases: D = 64's requests
+// past the limit take the 192-row tile from kWideMaskedMinRows, and the wide tiles have no
+// limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   struct Tile {
     int head_dim;
