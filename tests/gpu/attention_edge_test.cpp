@@ -182,7 +182,8 @@ std::vector<Named> edge_cases() {
   }
   // sm90 runs causal problems without a window on a causal-only kernel up to 8192 query
   // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
-  // above that: D = 128 requests just past the limit, contiguous and paged (D = 64's take
+  // above that: D = 128 requests just past the limit, contiguous and on TMA pages (gathered
+  // pages have no limit: the page-16 one stays on the causal-only kernel; D = 64's take
   // the 192-row tile from 6144 rows: long_masked); requests past the old limit of 2048 on
   // the causal-only kernel, and a window as wide as the keys (normalised away: the
   // causal-only kernel).
@@ -190,6 +191,8 @@ std::vector<Named> edge_cases() {
   {
     Case c = make(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
     c.page_size = 16;
+    v.push_back({"long_causal", c});
+    c.page_size = 64;
     v.push_back({"long_causal", c});
   }
   v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
@@ -501,15 +504,15 @@ sm90::TileShape sm90_tile(const Case& c) { return sm90::tile_shape(c.head_dim, s
 // another.
 bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
   const Sm90Facts f = sm90_facts(c);
-  return sm90::use_causal_kernel(c.head_dim, f.paged, f.wide, c.causal, f.window, c.logits_soft_cap > 0.0f, f.rows,
-                                 max_rows);
+  return sm90::use_causal_kernel(c.head_dim, f.paged, f.paged && !sm90::pages_by_tma(c.page_size), f.wide, c.causal,
+                                 f.window, c.logits_soft_cap > 0.0f, f.rows, max_rows);
 }
 
 // Causal problems without a window meet both kernels of each sm90 tile that has a
 // causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, paged D =
 // 256's, and the masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by
 // the default row limit: the causal-only kernel, and the runtime-mask one (long_causal
-// past the narrow limit at D = 128; elsewhere soft-capped causal cases: D = 64's requests
+// past the narrow limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D = 64's requests
 // past the limit take the 192-row tile from kWideMaskedMinRows, and the wide tiles have no
 // limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {

@@ -270,47 +270,71 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 }
 
 // The causal-only kernel: narrow D = 64 / 128 tiles, contiguous and paged, and paged D =
-// 256's, causal without a window or soft cap, up to the row limit, and the masked wide
-// tiles at any length; every other problem keeps the runtime-mask kernel.
+// 256's, causal without a window or soft cap, up to the row limit on contiguous K/V and
+// TMA pages and at any length on gathered pages, and the masked wide tiles at any length;
+// every other problem keeps the runtime-mask kernel.
 TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
+  struct Storage {
+    bool paged, gathered;
+  };
+  const Storage storages[] = {{false, false}, {true, false}, {true, true}};
   for (int D : {64, 128})
-    for (bool paged : {false, true}) {
-      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, false, 1, kMax)) << D;
-      EXPECT_TRUE(use_causal_kernel(D, paged, false, true, -1, false, kMax, kMax)) << D;
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, kMax + 1, kMax)) << D;
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, 0, false, 1, kMax)) << D;       // a window
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, -1, false, 1, kMax)) << D;     // not causal
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, false, 100, false, 1, kMax)) << D;    // a window alone
+    for (Storage st : storages) {
+      const bool p = st.paged, g = st.gathered;
+      EXPECT_TRUE(use_causal_kernel(D, p, g, false, true, -1, false, 1, kMax)) << D;
+      EXPECT_TRUE(use_causal_kernel(D, p, g, false, true, -1, false, kMax, kMax)) << D;
+      // Past the limit only gathered pages keep it.
+      EXPECT_EQ(use_causal_kernel(D, p, g, false, true, -1, false, kMax + 1, kMax), g) << D;
+      EXPECT_EQ(use_causal_kernel(D, p, g, false, true, -1, false, 1 << 20, kMax), g) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, 0, false, 1, kMax)) << D;       // a window
+      EXPECT_FALSE(use_causal_kernel(D, p, g, false, false, -1, false, 1, kMax)) << D;     // not causal
+      EXPECT_FALSE(use_causal_kernel(D, p, g, false, false, 100, false, 1, kMax)) << D;    // a window alone
       // The wide tile: D = 64's has a causal-only kernel, at any length.
-      EXPECT_EQ(use_causal_kernel(D, paged, true, true, -1, false, 1 << 20, kMax), D == 64) << D;
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, false, 1, 0)) << D;         // turned off
-      EXPECT_FALSE(use_causal_kernel(D, paged, false, true, -1, true, 1, kMax)) << D;       // a soft cap
+      EXPECT_EQ(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax), D == 64) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, false, 1, 0)) << D;         // turned off
+      EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
   // D = 256's narrow tile (paged only: contiguous D = 256 runs the 80-key tile alone), by the
   // row limit as the other narrow tiles.
-  EXPECT_FALSE(use_causal_kernel(256, false, false, true, -1, false, 1, kMax));
-  EXPECT_TRUE(use_causal_kernel(256, true, false, true, -1, false, kMax, kMax));
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, kMax + 1, kMax));
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, 0, false, 1, kMax));      // a window
-  EXPECT_FALSE(use_causal_kernel(256, true, false, false, -1, false, 1, kMax));    // not causal
-  EXPECT_FALSE(use_causal_kernel(256, true, false, false, 100, false, 1, kMax));   // a window alone
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, true, 1, kMax));      // a soft cap
-  EXPECT_FALSE(use_causal_kernel(256, true, false, true, -1, false, 1, 0));
+  EXPECT_FALSE(use_causal_kernel(256, false, false, false, true, -1, false, 1, kMax));
+  for (bool g : {false, true}) {
+    EXPECT_TRUE(use_causal_kernel(256, true, g, false, true, -1, false, kMax, kMax));
+    EXPECT_EQ(use_causal_kernel(256, true, g, false, true, -1, false, kMax + 1, kMax), g);
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, 0, false, 1, kMax));      // a window
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, false, -1, false, 1, kMax));    // not causal
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, false, 100, false, 1, kMax));   // a window alone
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, true, 1, kMax));      // a soft cap
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1, 0));
+    EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1 << 20, 0));
+  }
   // The masked wide tiles (D = 64's 192 rows, contiguous and paged; D = 256's 80 keys,
   // contiguous), at any length: no window, no soft cap, causal, and off with the knob at 0.
-  EXPECT_TRUE(use_causal_kernel(64, true, true, true, -1, false, 1 << 20, kMax));
-  EXPECT_FALSE(use_causal_kernel(64, true, true, true, -1, false, 6144, 0));
+  EXPECT_TRUE(use_causal_kernel(64, true, true, true, true, -1, false, 1 << 20, kMax));
+  EXPECT_FALSE(use_causal_kernel(64, true, true, true, true, -1, false, 6144, 0));
   for (int D : {64, 256}) {
-    EXPECT_TRUE(use_causal_kernel(D, false, true, true, -1, false, 1, kMax)) << D;
-    EXPECT_TRUE(use_causal_kernel(D, false, true, true, -1, false, 1 << 20, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, true, true, 500, false, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, true, true, -1, true, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, true, false, -1, false, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, true, true, -1, false, 6144, 0)) << D;
+    EXPECT_TRUE(use_causal_kernel(D, false, false, true, true, -1, false, 1, kMax)) << D;
+    EXPECT_TRUE(use_causal_kernel(D, false, false, true, true, -1, false, 1 << 20, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, 500, false, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, -1, true, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, false, true, false, -1, false, 6144, kMax)) << D;
+    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, -1, false, 6144, 0)) << D;
   }
-  EXPECT_FALSE(use_causal_kernel(256, true, true, true, -1, false, 6144, kMax));  // no paged wide tile
-  EXPECT_EQ(kMax, 8192);  // measured: 4k and 8k gained, 16k lost
+  EXPECT_FALSE(use_causal_kernel(256, true, true, true, true, -1, false, 6144, kMax));  // no paged wide tile
+  EXPECT_EQ(kMax, 8192);  // measured: 4k and 8k gained, 16k lost (contiguous; TMA pages lost too)
+}
+
+// Which pages are TMA boxes and which are gathered: the plan's rule above and the launch
+// (kernel_args.cpp) both ask pages_by_tma.
+TEST(Sm90WorkList, PagesByTmaArePowersOfTwoFromTheMinimum) {
+  EXPECT_FALSE(pages_by_tma(1));
+  EXPECT_FALSE(pages_by_tma(16));
+  EXPECT_FALSE(pages_by_tma(kMinTmaPageSize / 2));
+  EXPECT_TRUE(pages_by_tma(kMinTmaPageSize));
+  EXPECT_TRUE(pages_by_tma(128));
+  EXPECT_TRUE(pages_by_tma(4096));
+  EXPECT_FALSE(pages_by_tma(96));   // not a power of two
+  EXPECT_FALSE(pages_by_tma(200));
 }
 
 // Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a

@@ -111,7 +111,7 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
                                                  "multiple of 8, as the sm80 backend does; the cpu backend takes "
                                                  "any stride");
   }
-  if (shape.paged && p.page_shift >= 0 && a.page_size >= kMinTmaPageSize) {
+  if (shape.paged && pages_by_tma(a.page_size)) {
     // Boxes never straddle pages: a page holds whole tiles, or a tile whole pages.
     p.paged_tma_rows = std::min(a.page_size, shape.block_n);
     p.tma_k = make_paged_map({a.k, a.dtype, a.k_num_pages, a.page_size, a.num_kv_heads, a.head_dim, a.k_stride_page,

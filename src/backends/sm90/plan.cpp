@@ -101,7 +101,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
-  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, wide, a.causal, a.window_left,
+  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !sm90::pages_by_tma(a.page_size),
+                                                 wide, a.causal, a.window_left,
                                                  a.logits_soft_cap > 0.0f, request_rows,
                                                  sm90::causal_kernel_max_rows());
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);

@@ -160,13 +160,29 @@ enum class MaskKind { kKVLen, kCausal, kAny };
 FB_HD constexpr bool compiles_soft_cap(MaskKind mask) { return mask == MaskKind::kAny; }
 FB_HD constexpr bool takes_runtime_mask_kernels(bool needs_mask, bool soft_cap) { return needs_mask || soft_cap; }
 
+// Paged K/V: pages of a power-of-two size at least this large are loaded by TMA, one box
+// per page and 64 columns, each box issued by its own producer thread; smaller pages are
+// gathered row by row with cp.async by the whole producer warpgroup. Measured on the H200
+// (D = 128, bf16, S = 16k, share of the ragged rate): pages of 128 by TMA 0.89-1.02; pages
+// of 16 by TMA 0.65 (one issuing thread) and 0.78 (a thread per box) against 0.79-0.86 for
+// the gather, so 16-row boxes stay on the gather. Against the 4-thread gather (fifth
+// session, ncu, S = 16k): page 16 by TMA 6.02 ms, gathered 4.70 ms.
+constexpr int kMinTmaPageSize = 64;
+
+// Whether a paged launch loads full tiles as TMA boxes (kernel_args.cpp); other pages are
+// gathered with cp.async.
+FB_HD constexpr bool pages_by_tma(int64_t page_size) {
+  return page_size >= kMinTmaPageSize && (page_size & (page_size - 1)) == 0;
+}
+
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
 // tiles of D = 64 and 128, contiguous and paged, and of paged D = 256 (contiguous D = 256
 // has no narrow kernel), and the masked wide tiles (D = 64's 192 rows, contiguous and
 // paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
-// request has at most causal_kernel_max_rows() query rows on a narrow tile, at any length
-// on a wide one (D = 64's only from kWideMaskedMinRows rows); the launch follows the plan
+// request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
+// at any length), at any length on a wide one (D = 64's only from kWideMaskedMinRows rows);
+// the launch follows the plan
 // (register.cpp launch_masked). Measured (sixteenth session, ncu, bf16, B x S = 16k; contiguous
 // first with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
 // 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us, 2k 339.7 -> 331.6 and 340.5 -> 338.4 us, but
@@ -196,9 +212,11 @@ constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
 // 4k and 16k lost); without it (twenty-eighth session, same probes, limit lifted against
 // 2048) D = 128 4k causal 567.1 -> 545.6 us, 8k 1.06 -> 1.03 ms, D = 64 4k 855.7 -> 828.2
 // us, but 16k 2.03 -> 2.07 ms. D = 64 requests from kWideMaskedMinRows take the 192-row
-// tile, so this limit reaches D = 128 and paged D = 256 alone beyond 6144 (paged D = 256
-// past 8192 rows not measured). It is a narrow-tile limit: the wide tiles' causal-only
-// kernels have none.
+// tile, so this limit reaches D = 128 and paged D = 256 alone beyond 6144. It is a limit
+// for the narrow tiles on contiguous K/V and TMA pages: the wide tiles' causal-only kernels
+// have none, and neither do gathered pages (thirtieth session, ncu, S = 16k causal, limit
+// 8192 against lifted: D = 128 page 16 2.24 -> 2.18 ms, D = 256 page 16 1.90 -> 1.88, but
+// D = 256 TMA pages of 128 1.71 -> 1.73).
 constexpr int64_t kCausalKernelMaxRows = 8192;
 
 // kCausalKernelMaxRows, or FLASHBAND_SM90_CAUSAL_MAX_ROWS where set (0: never, on every
@@ -210,13 +228,14 @@ int64_t causal_kernel_max_rows();
 int64_t parse_causal_kernel_max_rows(const char* env);
 
 // window_left normalised (a window that hides nothing is -1); soft_cap: logits_soft_cap > 0;
-// request_rows as for use_wide_tiles; max_rows: causal_kernel_max_rows(). The causal-only
+// gathered: paged K/V whose pages are not pages_by_tma; request_rows as for use_wide_tiles;
+// max_rows: causal_kernel_max_rows() (0 turns the kernels off everywhere). The causal-only
 // kernels compile without the soft cap (its tanh takes ~390 instructions in each of the
 // kernel's two softmax bodies), so a soft-capped problem keeps the runtime-mask kernel.
-FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool wide, bool causal, int window_left,
-                                       bool soft_cap, int64_t request_rows, int64_t max_rows) {
-  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && !soft_cap &&
-         (wide ? max_rows > 0 : request_rows <= max_rows);
+FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool gathered, bool wide, bool causal,
+                                       int window_left, bool soft_cap, int64_t request_rows, int64_t max_rows) {
+  return has_causal_kernel(head_dim, paged, wide) && causal && window_left < 0 && !soft_cap && max_rows > 0 &&
+         (wide || gathered || request_rows <= max_rows);
 }
 
 // Masked problems take a kWideMasked tile only when the typical request has at least this
@@ -339,15 +358,6 @@ FB_HD constexpr TileShape tile_shape(int head_dim, bool wide = false) {
          : head_dim == 256 ? (wide ? tile_shape_of<256, true>() : tile_shape_of<256, false>())
                            : TileShape{0, 0};
 }
-
-// Paged K/V: pages of a power-of-two size at least this large are loaded by TMA, one box
-// per page and 64 columns, each box issued by its own producer thread; smaller pages are
-// gathered row by row with cp.async by the whole producer warpgroup. Measured on the H200
-// (D = 128, bf16, S = 16k, share of the ragged rate): pages of 128 by TMA 0.89-1.02; pages
-// of 16 by TMA 0.65 (one issuing thread) and 0.78 (a thread per box) against 0.79-0.86 for
-// the gather, so 16-row boxes stay on the gather. Against the 4-thread gather (fifth
-// session, ncu, S = 16k): page 16 by TMA 6.02 ms, gathered 4.70 ms.
-constexpr int kMinTmaPageSize = 64;
 
 // The head dims this backend compiles, for registration and error messages.
 constexpr int kHeadDims[] = {64, 128, 256};
