@@ -96,7 +96,10 @@ for p in "${patches[@]}"; do
   fi
   apply "$p" -R
 done
-rebuild --target _C flashband_python_sources > /dev/null 2>&1  # leave the baseline built
+# Leave the baseline built (--keep rebuilds everything below anyway), unless AB_RESTORE=0:
+# a call that ends here, whose next call rebuilds anyway (ninja sees the patched files' new
+# times), saves a full kernel rebuild.
+[ "$keep" = 1 ] || [ "${AB_RESTORE:-1}" = 0 ] || rebuild --target _C flashband_python_sources > /dev/null 2>&1
 
 printf '%-40s %14s' probe base
 for p in "${patches[@]}"; do printf ' %14s' "$(basename "$p" .patch)"; done
