@@ -77,15 +77,50 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
-  // Paged D = 256 causal without a window: sm90's causal-only narrow kernel, with gathered
-  // pages (16, a diagonal that ends inside a tile, a request without a whole tile) and TMA
-  // pages (128, the last tile gathered).
+  // Paged D = 256 causal without a window: sm90's causal-only kernels, the 80-key one on
+  // gathered pages (16, a diagonal that ends inside a tile, a request without a whole tile)
+  // and the narrow one on TMA pages (128, the last tile gathered).
   {
     Case c = make(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, f16, true);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
     c = make(E::kPaged, {300}, {430}, 4, 2, 256, bf16, true);
     c.page_size = 128;
+    v.push_back({"tile_edge", c});
+  }
+  // Paged D = 256 on gathered pages: sm90's 80-key tile (its two rotating row tables, the
+  // gather of eight threads per row), with keys ending before, on and after its tile edges
+  // (79-81, 159-161), tiles that start mid-page (48-slot pages: not a power of two, so
+  // gathered) and pages of 1; without a mask (the kernel without masks), causal (the
+  // causal-only kernel) and with a window (the runtime-mask one). The plan takes that tile
+  // from 2048 query rows per typical request (keys without a mask: tile_config.h
+  // kWidePagedMinLength), so each batch has a companion request that brings it there at
+  // little oracle cost: 16 rows over 22000 keys, 2200 causal rows over 700 keys (rows that
+  // see nothing, then a diagonal), 2300 rows under the window. The narrow tile's
+  // causal-only and runtime-mask kernels keep TMA pages (64 and 128) and shorter batches.
+  for (int len : {79, 80, 81, 159, 160, 161}) {
+    Case c = make(E::kPaged, {len, 3, 16}, {len, 90, 22000}, 2, 1, 256, len % 2 ? f16 : bf16, false);
+    c.page_size = len < 100 ? 16 : 48;
+    v.push_back({"tile_edge", c});
+    c = make(E::kPaged, {len, 2200}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true);
+    c.page_size = len < 100 ? 48 : 1;
+    v.push_back({"tile_edge", c});
+    c = make(E::kPaged, {len, 40, 2300}, {len + 80, 40, 2310}, 2, 1, 256, bf16, true, 75);
+    c.page_size = 16;
+    v.push_back({"tile_edge", c});
+  }
+  {
+    Case c = make(E::kPaged, {300}, {430}, 4, 2, 256, f16, true);
+    c.page_size = 16;
+    v.push_back({"tile_edge", c});
+    c = make(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, bf16, true);
+    c.page_size = 64;
+    v.push_back({"tile_edge", c});
+    c.window_left = 40;  // the narrow tile's runtime-mask kernel with a mask
+    v.push_back({"tile_edge", c});
+    c = make(E::kPaged, {200, 77}, {260, 77}, 2, 1, 256, f16, true);
+    c.page_size = 128;
+    c.logits_soft_cap = 5.0f;
     v.push_back({"tile_edge", c});
   }
   // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
@@ -347,6 +382,12 @@ std::vector<Named> edge_cases() {
     c.page_size = 16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
+    // and the 80-key one's (a request of 2250 rows brings the batch to that tile:
+    // kWidePagedMinLength)
+    c = make(E::kPaged, {130, 64, 2250}, {300, 64, 700}, 2, 1, 256, f16, true);
+    c.page_size = 16;
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap", c});
   }
   {
     Case c = make(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
@@ -407,6 +448,16 @@ std::vector<Named> edge_cases() {
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 80 keys
+    // sm90: the 80-key tile on gathered pages, its two row tables carried from unit to unit
+    // (requests of 2048 rows and up take it: kWidePagedMinLength); causal with fewer keys
+    // than rows (units that see nothing among them) on pages of 16, without a mask on
+    // pages of 1.
+    for (bool causal : {false, true}) {
+      Case c = make(E::kPaged, {2200, 2180, 2300}, causal ? std::vector<int>{900, 700, 1000} : std::vector<int>{2100, 2300, 2150},
+                    8, 4, 256, causal ? bf16 : f16, causal);
+      c.page_size = causal ? 16 : 1;
+      v.push_back({"many_units", c});
+    }
     // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
     const ManyRequests tall = many_requests(60, 420);
     v.push_back({"many_units", make(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
@@ -478,6 +529,7 @@ struct Sm90Facts {
   int64_t rows;
   int window;
   bool paged;
+  bool tma_pages;
   bool wide;
 };
 Sm90Facts sm90_facts(const Case& c) {
@@ -492,7 +544,8 @@ Sm90Facts sm90_facts(const Case& c) {
   f.paged = c.entry == EntryPoint::kPaged;
   const bool runtime_mask =
       sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
-  f.wide = sm90::use_wide_tiles(c.head_dim, runtime_mask, f.paged,
+  f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
+  f.wide = sm90::use_wide_tiles(c.head_dim, runtime_mask, f.paged, f.tma_pages,
                                 sm90::tile_rule_length(runtime_mask, qo_indptr.data(), kv_lens.data(), batch));
   return f;
 }
@@ -504,17 +557,17 @@ sm90::TileShape sm90_tile(const Case& c) { return sm90::tile_shape(c.head_dim, s
 // another.
 bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
   const Sm90Facts f = sm90_facts(c);
-  return sm90::use_causal_kernel(c.head_dim, f.paged, f.paged && !sm90::pages_by_tma(c.page_size), f.wide, c.causal,
-                                 f.window, c.logits_soft_cap > 0.0f, f.rows, max_rows);
+  return sm90::use_causal_kernel(c.head_dim, f.paged, f.paged && !f.tma_pages, f.wide, c.causal, f.window,
+                                 c.logits_soft_cap > 0.0f, f.rows, max_rows);
 }
 
 // Causal problems without a window meet both kernels of each sm90 tile that has a
 // causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, paged D =
-// 256's, and the masked wide tiles: D = 64 contiguous and paged, D = 256 contiguous), by
-// the default row limit: the causal-only kernel, and the runtime-mask one (long_causal
-// past the narrow limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D = 64's requests
-// past the limit take the 192-row tile from kWideMaskedMinRows, and the wide tiles have no
-// limit).
+// 256's, and the masked wide tiles: D = 64 and 256, contiguous and paged), by the default
+// row limit: the causal-only kernel, and the runtime-mask one (long_causal past the narrow
+// limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D =
+// 64's requests past the limit take the 192-row tile from kWideMaskedMinRows, and the wide
+// tiles and gathered pages have no limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   struct Tile {
     int head_dim;
@@ -522,7 +575,8 @@ TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
     bool wide;
   };
   for (const Tile t : {Tile{64, false, false}, Tile{64, true, false}, Tile{128, false, false}, Tile{128, true, false},
-                       Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true}}) {
+                       Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true},
+                       Tile{256, true, true}}) {
     ASSERT_TRUE(sm90::has_causal_kernel(t.head_dim, t.paged, t.wide));
     int causal_only = 0, runtime_mask = 0;
     for (const Named& n : edge_cases()) {
@@ -587,8 +641,26 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
     ++checked;
     if (n.c.entry == EntryPoint::kPaged && n.c.head_dim == 64 && !n.c.causal)
       EXPECT_EQ(block_m, 192) << n.c.name() << ": meant for the tall D = 64 paged tile";
+    if (n.c.entry == EntryPoint::kPaged && n.c.head_dim == 256)
+      EXPECT_EQ(sm90_tile(n.c).block_n, 80) << n.c.name() << ": meant for the 80-key paged tile";
   }
-  EXPECT_EQ(checked, 14);
+  EXPECT_EQ(checked, 16);
+}
+
+// Paged D = 256 on gathered pages meets both of its sm90 tiles, with and without a mask:
+// the 80-key one (from kWidePagedMinLength rows or keys) and the 64-key one.
+TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
+  int count[2][2] = {};  // [wide][masked]
+  for (const Named& n : edge_cases()) {
+    const Case& c = n.c;
+    if (c.entry != EntryPoint::kPaged || c.head_dim != 256 || sm90::pages_by_tma(c.page_size)) continue;
+    const Sm90Facts f = sm90_facts(c);
+    ++count[f.wide][sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f)];
+  }
+  EXPECT_GE(count[1][0], 7) << "80-key tile without a mask";
+  EXPECT_GE(count[1][1], 13) << "80-key tile with a mask";
+  EXPECT_GE(count[0][0], 1) << "64-key tile without a mask";
+  EXPECT_GE(count[0][1], 3) << "64-key tile with a mask";
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }

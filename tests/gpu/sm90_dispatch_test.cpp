@@ -102,7 +102,8 @@ void launch_prefill(const core::AttentionParams& a) {
   st.items = nullptr;
   st.num_items = 0;
   try {
-    (void)make_kernel_params(a, st, {g_ran.block_m, g_ran.block_n, kPaged, kMask});
+    (void)make_kernel_params(a, st,
+                             {g_ran.block_m, g_ran.block_n, kPaged, kMask, kPagedGatherOnly<kHeadDim, kWide>});
   } catch (const Error& e) {
     g_ran.refused = e.what();
   }
@@ -143,8 +144,10 @@ struct Sweep {
   std::set<KernelId> reached;
 };
 
-void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool paged, const std::vector<int>& qo,
+// page_size: 0 for contiguous K/V.
+void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
                const std::vector<int>& kv, bool causal, int window_in, float cap) {
+  const bool paged = page_size > 0;
   detail::Plan plan;
   const int B = static_cast<int>(qo.size());
   plan.batch = B;
@@ -152,15 +155,14 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool p
   for (int q : qo) plan.qo_indptr.push_back(plan.qo_indptr.back() + q);
   plan.kv_lens.assign(kv.begin(), kv.end());
   plan.kv_indptr = {0};
-  constexpr int kPage = 16;
   if (paged) {
-    plan.page_size = kPage;
+    plan.page_size = page_size;
     int page = 0;
     for (int b = 0; b < B; ++b) {
-      const int pages = (kv[b] + kPage - 1) / kPage;
+      const int pages = (kv[b] + page_size - 1) / page_size;
       for (int p = 0; p < pages; ++p) plan.page_indices.push_back(page++);
       plan.kv_indptr.push_back(plan.kv_indptr.back() + pages);
-      plan.last_page_len.push_back(kv[b] == 0 ? 0 : (kv[b] - 1) % kPage + 1);
+      plan.last_page_len.push_back(kv[b] == 0 ? 0 : (kv[b] - 1) % page_size + 1);
     }
     plan.num_pages = page;
     plan.max_page_index = page - 1;
@@ -177,7 +179,7 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool p
   a.num_kv_heads = 2;
   a.head_dim = D;
   a.kv_storage = paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous;
-  a.page_size = paged ? kPage : 0;
+  a.page_size = paged ? page_size : 0;
   a.causal = causal;
   a.window_left = core::normalize_window(window_in, max_kv);  // as plan() does
   a.logits_soft_cap = cap;
@@ -194,7 +196,8 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool p
   key.needs_mask = core::needs_mask(causal, a.window_left);
   key.soft_cap = cap > 0.0f;
   const std::string what = key.to_string() + " qo " + std::to_string(qo[0]) + (B > 1 ? "+" : "") + " kv " +
-                           std::to_string(kv[0]) + " window " + std::to_string(a.window_left);
+                           std::to_string(kv[0]) + " window " + std::to_string(a.window_left) +
+                           (paged ? " page " + std::to_string(page_size) : "");
   ++sw.checked;
   std::string why;
   const dispatch::KernelEntry* e = reg.find(key);
@@ -233,7 +236,8 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, bool p
 
 // Every key, over requests of 1 to 20000 query rows (single, ragged batches, random ones),
 // keys equal to, past, under and far past the query rows, with and without causal,
-// windows and a soft cap. Run once per process.
+// windows and a soft cap, on contiguous K/V and on gathered and TMA pages. Run once per
+// process.
 const Sweep& sweep() {
   static const Sweep result = [] {
     Sweep sw;
@@ -256,7 +260,7 @@ const Sweep& sweep() {
     }
     for (DType dt : {DType::kF16, DType::kBF16})
       for (int D : {64, 128, 256})
-        for (bool paged : {false, true})
+        for (int page_size : {0, 16, 128})  // contiguous, gathered pages, TMA pages
           for (const auto& qo : qos)
             for (int kv_mode = 0; kv_mode < 4; ++kv_mode) {
               std::vector<int> kv;
@@ -264,7 +268,7 @@ const Sweep& sweep() {
                 kv.push_back(kv_mode == 0 ? q : kv_mode == 1 ? q + 57 : kv_mode == 2 ? std::max(1, q / 2) : q + 3000);
               for (bool causal : {false, true})
                 for (int window : {-1, 0, 100, 1500, 1 << 30})  // the last hides nothing: normalised away
-                  for (float cap : {0.0f, 5.0f}) check_one(sw, reg, dt, D, paged, qo, kv, causal, window, cap);
+                  for (float cap : {0.0f, 5.0f}) check_one(sw, reg, dt, D, page_size, qo, kv, causal, window, cap);
             }
     return sw;
   }();

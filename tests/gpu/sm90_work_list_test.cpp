@@ -206,63 +206,91 @@ TEST(Sm90WorkList, SnakeMakespanFollowsTheSchedule) {
   }
 }
 
+// Contiguous K/V, gathered pages and TMA pages: (paged, tma_pages) for use_wide_tiles.
+struct Storage {
+  bool paged, tma;
+};
+constexpr Storage kStorages[] = {{false, false}, {true, false}, {true, true}};
+
 TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   constexpr int64_t kShort = 1, kLong = int64_t{1} << 40;  // typical request rows or keys
   for (int D : kHeadDims) {
-    for (bool paged : {false, true}) {
-      // Without a mask the length matters only for contiguous D = 128 (below).
-      if (D != 128 || paged) {
-        EXPECT_EQ(use_wide_tiles(D, false, paged, kShort), use_wide_tiles(D, false, paged, kLong)) << D;
-        EXPECT_FALSE(wide_tiles_by_shape(D, false, paged)) << D;
-      }
-      if (paged) {  // the paged producer gathers one row per thread: at most 128 keys
-        EXPECT_EQ(use_wide_tiles(D, false, true, kLong), D == 64) << D;
-        if (use_wide_tiles(D, false, true, kLong)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
+    for (Storage st : kStorages) {
+      const bool paged = st.paged, tma = st.tma;
+      // Without a mask the length matters only for contiguous D = 128 and gathered D = 256
+      // (below).
+      if ((D != 128 || paged) && !(D == 256 && paged && !tma))
+        EXPECT_EQ(use_wide_tiles(D, false, paged, tma, kShort), use_wide_tiles(D, false, paged, tma, kLong)) << D;
+      if (paged) {  // the paged producer resolves one row per thread: at most 128 keys
+        EXPECT_EQ(use_wide_tiles(D, false, true, tma, kLong), D == 64 || (D == 256 && !tma)) << D << " " << tma;
+        if (use_wide_tiles(D, false, true, tma, kLong)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
       }
       // A causal / window mask takes the wide tile only where the head dim opts in.
       for (int64_t rows : {kShort, kLong})
-        if (!use_wide_tiles(D, false, paged, rows)) EXPECT_FALSE(use_wide_tiles(D, true, paged, rows)) << D;
+        if (!use_wide_tiles(D, false, paged, tma, rows)) EXPECT_FALSE(use_wide_tiles(D, true, paged, tma, rows)) << D;
       // A longer request never leaves the wide tile for the narrow one.
-      if (use_wide_tiles(D, true, paged, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, kLong)) << D;
-      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, kLong));
+      if (use_wide_tiles(D, true, paged, tma, kShort)) EXPECT_TRUE(use_wide_tiles(D, true, paged, tma, kLong)) << D;
+      const TileShape wide = tile_shape(D, use_wide_tiles(D, false, paged, tma, kLong));
       EXPECT_EQ(wide.block_m % 64, 0) << D;  // one consumer warpgroup per 64 rows
       EXPECT_EQ(wide.block_n % 16, 0) << D;
       EXPECT_LE(wide.block_n, 256) << D;
     }
+    // Contiguous K/V: the tile of a key without a mask depends on the shape at D = 128 only.
+    EXPECT_EQ(wide_tiles_by_shape(D, false, false), D == 128) << D;
   }
-  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, kLong)).block_n, 176);
-  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, kShort)).block_n, 80);
+  EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, false, kLong)).block_n, 176);
+  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, false, kShort)).block_n, 80);
   // D = 128 without a mask: the narrow fused tile where its cost per unit is the lower one
   // for the typical request's keys (measured 512 and 768 faster there, 1000 slower), the
   // 176-key tile (one Q buffer, no unit fusion) elsewhere and from 1024 keys on; paged K/V
   // keeps the narrow tile.
   for (int64_t keys : {1, 100, 128, 200, 512, 600, 768, 890})
-    EXPECT_FALSE(use_wide_tiles(128, false, false, keys)) << keys;
+    EXPECT_FALSE(use_wide_tiles(128, false, false, false, keys)) << keys;
   const int64_t wide_keys[] = {160, 300, 700, 800, 1000, 1023, 1024, 1250, 4096, kLong};
   for (int64_t keys : wide_keys)
-    EXPECT_TRUE(use_wide_tiles(128, false, false, keys)) << keys;
+    EXPECT_TRUE(use_wide_tiles(128, false, false, false, keys)) << keys;
   for (int64_t keys = 1024; keys < 8192; ++keys) EXPECT_FALSE(narrow_unmasked_pays<128>(keys)) << keys;
   EXPECT_FALSE(narrow_unmasked_pays<64>(512));  // only D = 128 weighs the two tiles
   EXPECT_FALSE(narrow_unmasked_pays<256>(512));
   EXPECT_TRUE(wide_tiles_by_shape(128, false, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, false, true));
-  EXPECT_FALSE(use_wide_tiles(128, false, true, kLong));
+  for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, false, true, tma, kLong));
   // Measured: the 80-key tile pays under a causal mask at D = 256 at every length, the
   // 176-key one does not at D = 128 (tile_config.h).
-  EXPECT_TRUE(use_wide_tiles(256, true, false, kShort));
-  EXPECT_FALSE(use_wide_tiles(128, true, false, kLong));
+  EXPECT_TRUE(use_wide_tiles(256, true, false, false, kShort));
+  EXPECT_FALSE(use_wide_tiles(128, true, false, false, kLong));
   EXPECT_FALSE(wide_tiles_by_shape(256, true, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, true, false));
+  // Paged D = 256: the 80-key tile on gathered pages, masked or not, from 2048 rows
+  // (keys without a mask) per typical request (measured 1-4% faster from there, 2-8%
+  // slower at 512 and 1024); TMA pages keep the 64-key tile at every length (an 80-row
+  // tile straddles pages of 64 and up), so its keys' tile depends on the shape.
+  for (bool masked : {false, true}) {
+    for (int64_t length : {kShort, int64_t{512}, int64_t{2047}}) {
+      EXPECT_FALSE(use_wide_tiles(256, masked, true, false, length)) << masked << " " << length;
+      EXPECT_FALSE(use_wide_tiles(256, masked, true, true, length)) << masked << " " << length;
+    }
+    for (int64_t length : {int64_t{2048}, int64_t{16384}, kLong}) {
+      EXPECT_TRUE(use_wide_tiles(256, masked, true, false, length)) << masked << " " << length;
+      EXPECT_FALSE(use_wide_tiles(256, masked, true, true, length)) << masked << " " << length;
+    }
+    EXPECT_TRUE(wide_tiles_by_shape(256, masked, true)) << masked;
+  }
+  EXPECT_EQ(kWidePagedMinLength<256>, 2048);
+  EXPECT_EQ(kWidePagedMinLength<64>, 0);  // D = 64's paged wide tile at any length
+  EXPECT_TRUE((kPagedGatherOnly<256, true>));
+  EXPECT_FALSE((kPagedGatherOnly<256, false>));
+  EXPECT_FALSE((kPagedGatherOnly<64, true>));  // D = 64's wide tile takes TMA pages too
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
   // Under a mask it lost 1-18% at 512-4k causal and gained 6-8% at 8k-16k, so masked
   // problems take it from 6144 rows per typical request, the other keys at any length.
-  for (bool paged : {false, true}) {
-    EXPECT_TRUE(use_wide_tiles(64, false, paged, kShort));
-    EXPECT_FALSE(use_wide_tiles(64, true, paged, 2048));
-    EXPECT_FALSE(use_wide_tiles(64, true, paged, 4096));
-    EXPECT_FALSE(use_wide_tiles(64, true, paged, 6143));
-    EXPECT_TRUE(use_wide_tiles(64, true, paged, 6144));
-    EXPECT_TRUE(wide_tiles_by_shape(64, true, paged));
+  for (Storage st : kStorages) {
+    EXPECT_TRUE(use_wide_tiles(64, false, st.paged, st.tma, kShort));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 2048));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 4096));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 6143));
+    EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 6144));
+    EXPECT_TRUE(wide_tiles_by_shape(64, true, st.paged));
   }
   EXPECT_EQ(tile_shape(64, true).block_m, 192);
   EXPECT_EQ(tile_shape(64, true).block_n, 128);
@@ -275,13 +303,9 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 // every other problem keeps the runtime-mask kernel.
 TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
-  struct Storage {
-    bool paged, gathered;
-  };
-  const Storage storages[] = {{false, false}, {true, false}, {true, true}};
   for (int D : {64, 128})
-    for (Storage st : storages) {
-      const bool p = st.paged, g = st.gathered;
+    for (Storage st : kStorages) {
+      const bool p = st.paged, g = st.paged && !st.tma;
       EXPECT_TRUE(use_causal_kernel(D, p, g, false, true, -1, false, 1, kMax)) << D;
       EXPECT_TRUE(use_causal_kernel(D, p, g, false, true, -1, false, kMax, kMax)) << D;
       // Past the limit only gathered pages keep it.
@@ -308,19 +332,18 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1, 0));
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1 << 20, 0));
   }
-  // The masked wide tiles (D = 64's 192 rows, contiguous and paged; D = 256's 80 keys,
-  // contiguous), at any length: no window, no soft cap, causal, and off with the knob at 0.
-  EXPECT_TRUE(use_causal_kernel(64, true, true, true, true, -1, false, 1 << 20, kMax));
-  EXPECT_FALSE(use_causal_kernel(64, true, true, true, true, -1, false, 6144, 0));
-  for (int D : {64, 256}) {
-    EXPECT_TRUE(use_causal_kernel(D, false, false, true, true, -1, false, 1, kMax)) << D;
-    EXPECT_TRUE(use_causal_kernel(D, false, false, true, true, -1, false, 1 << 20, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, 500, false, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, -1, true, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, false, true, false, -1, false, 6144, kMax)) << D;
-    EXPECT_FALSE(use_causal_kernel(D, false, false, true, true, -1, false, 6144, 0)) << D;
-  }
-  EXPECT_FALSE(use_causal_kernel(256, true, true, true, true, -1, false, 6144, kMax));  // no paged wide tile
+  // The masked wide tiles (D = 64's 192 rows, D = 256's 80 keys, contiguous and paged), at
+  // any length: no window, no soft cap, causal, and off with the knob at 0.
+  for (int D : {64, 256})
+    for (Storage st : kStorages) {
+      const bool p = st.paged, g = st.paged && !st.tma;
+      EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1, kMax)) << D;
+      EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, true, true, 500, false, 6144, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, true, true, -1, true, 6144, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, true, false, -1, false, 6144, kMax)) << D;
+      EXPECT_FALSE(use_causal_kernel(D, p, g, true, true, -1, false, 6144, 0)) << D;
+    }
   EXPECT_EQ(kMax, 8192);  // measured: 4k and 8k gained, 16k lost (contiguous; TMA pages lost too)
 }
 
@@ -350,16 +373,16 @@ TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
   EXPECT_TRUE(takes_runtime_mask_kernels(true, false));
   EXPECT_TRUE(takes_runtime_mask_kernels(true, true));
   const bool soft = takes_runtime_mask_kernels(false, true);
-  EXPECT_FALSE(use_wide_tiles(128, soft, false, int64_t{1} << 40));
-  EXPECT_TRUE(use_wide_tiles(128, false, false, int64_t{1} << 40));
-  EXPECT_FALSE(use_wide_tiles(64, soft, false, 512));
-  EXPECT_TRUE(use_wide_tiles(64, soft, false, 8192));
-  EXPECT_TRUE(use_wide_tiles(256, soft, false, 512));
+  EXPECT_FALSE(use_wide_tiles(128, soft, false, false, int64_t{1} << 40));
+  EXPECT_TRUE(use_wide_tiles(128, false, false, false, int64_t{1} << 40));
+  EXPECT_FALSE(use_wide_tiles(64, soft, false, false, 512));
+  EXPECT_TRUE(use_wide_tiles(64, soft, false, false, 8192));
+  EXPECT_TRUE(use_wide_tiles(256, soft, false, false, 512));
   // The wide tiles a soft cap can take have a runtime-mask kernel.
   for (int D : kHeadDims)
-    for (bool paged : {false, true})
+    for (Storage st : kStorages)
       for (int64_t rows : {int64_t{1}, int64_t{8192}})
-        if (use_wide_tiles(D, soft, paged, rows))
+        if (use_wide_tiles(D, soft, st.paged, st.tma, rows))
           EXPECT_TRUE(D == 64 ? kWideMasked<64> : D == 128 ? kWideMasked<128> : kWideMasked<256>) << D;
 }
 

@@ -33,6 +33,9 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   if (a.logits_soft_cap > 0.0f && !compiles_soft_cap(shape.mask))
     throw Error(ErrorCode::kInternal, "sm90: a soft-capped problem reached a kernel compiled without the soft cap");
+  if (shape.paged && shape.gather_only && pages_by_tma(a.page_size))
+    throw Error(ErrorCode::kInternal, "sm90: pages of " + std::to_string(a.page_size) +
+                                          " (TMA pages) reached a kernel that only gathers pages");
   p.num_qo_heads = a.num_qo_heads;
   p.qo_heads_div = core::FastDivmod::make(std::max(1, p.num_qo_heads));
   p.group_div = core::FastDivmod::make(std::max(1, a.num_qo_heads / a.num_kv_heads));

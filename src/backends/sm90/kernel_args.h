@@ -13,6 +13,7 @@ struct LaunchShape {
   int block_n = 0;
   bool paged = false;
   MaskKind mask = MaskKind::kAny;  // what the kernel masks; it refuses problems it cannot
+  bool gather_only = false;        // paged kernels with no TMA page path (kWidePagedGatherOnly)
 };
 
 // The plan state behind params.work; throws Error(kInternal) when plan_sm90 did not run.

@@ -29,7 +29,8 @@ void launch_prefill(const core::AttentionParams& a) {
                 "this narrow tile has no kernel without masks (tile_config.h kNarrowFoldsMask)");
   using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask>;
   const PlanState& st = plan_state(a);
-  const KernelParams p = make_kernel_params(a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask});
+  const KernelParams p = make_kernel_params(
+      a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask, kPagedGatherOnly<kHeadDim, kWide>});
   if (p.num_units == 0) return;
 
   constexpr int kSmem = shared_storage_bytes<Traits>();

@@ -86,8 +86,9 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   const int64_t request_rows = sm90::typical_request_rows(plan.qo_indptr.data(), plan.batch);
   const bool runtime_mask =
       sm90::takes_runtime_mask_kernels(needs_mask, a.logits_soft_cap > 0.0f);
+  const bool tma_pages = paged && sm90::pages_by_tma(a.page_size);
   const bool wide = sm90::use_wide_tiles(
-      a.head_dim, runtime_mask, paged,
+      a.head_dim, runtime_mask, paged, tma_pages,
       sm90::tile_rule_length(runtime_mask, plan.qo_indptr.data(), plan.kv_lens.data(), plan.batch));
   const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
   if (tile.block_m == 0)
@@ -101,9 +102,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
-  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !sm90::pages_by_tma(a.page_size),
-                                                 wide, a.causal, a.window_left,
-                                                 a.logits_soft_cap > 0.0f, request_rows,
+  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !tma_pages, wide, a.causal,
+                                                 a.window_left, a.logits_soft_cap > 0.0f, request_rows,
                                                  sm90::causal_kernel_max_rows());
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
   if (state->causal_kernel) plan.variant += "/causal";

@@ -16,10 +16,12 @@ namespace flashband::sm90 {
 template <class Traits, bool kPaged>
 __global__ void __launch_bounds__(Traits::kThreads, 1) prefill_kernel(const __grid_constant__ KernelParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  extern __shared__ unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<SharedStorage<Traits>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
-                                                      ~uintptr_t{1023});
+  // No static shared memory, so the dynamic block starts the CTA's window, which is 1024-byte
+  // aligned; a start that is not would break the 128-byte swizzle, so it traps instead.
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  auto& s = *reinterpret_cast<SharedStorage<Traits>*>(smem_raw);
   if (threadIdx.x == 0) {
+    if ((ptx::smem_addr_checked(smem_raw) & 1023u) != 0) __trap();
 #pragma unroll
     for (int i = 0; i < Traits::kQStages; ++i) {
       ptx::mbar_init(&s.q_full[i], 1);
@@ -40,7 +42,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefill_kernel(const __gr
   if (warpgroup == 0) {
     ptx::regs_dealloc<Traits::template kProducerRegs<kPaged>>();
     if constexpr (kPaged) {
-      if (p.paged_tma_rows > 0)
+      if constexpr (SharedStorage<Traits>::kGatherOnly)  // launch_prefill refuses TMA pages
+        produce_paged<Traits, false>(p, s, threadIdx.x);
+      else if (p.paged_tma_rows > 0)
         produce_paged<Traits, true>(p, s, threadIdx.x);
       else
         produce_paged<Traits, false>(p, s, threadIdx.x);

@@ -156,7 +156,10 @@ __device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int p
 // (nineteenth), and +0.5-1.6% once full tiles took the lean copies below (twentieth). More
 // passes per thread cost more than whole-line copies and conflict-free shared-memory writes
 // gain.
-constexpr int kGatherThreadsPerRow = 4;
+// D = 256's 80-key tile takes T = 8: a pass of T = 4 covers 32 rows, which 80 does not
+// divide.
+template <int kBlockN>
+constexpr int kGatherThreadsPerRow = kBlockN % 32 == 0 ? 4 : 8;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
   static_assert(kThreadsPerRow == 2 || kThreadsPerRow == 4 || kThreadsPerRow == 8);
@@ -176,7 +179,7 @@ constexpr bool gather_dst_is_swizzled(int rows, int head_dim) {
 template <int kThreadsPerRow>
 constexpr bool gather_dst_is_swizzled_for_all_tiles() {
   return gather_dst_is_swizzled<kThreadsPerRow>(128, 64) && gather_dst_is_swizzled<kThreadsPerRow>(128, 128) &&
-         gather_dst_is_swizzled<kThreadsPerRow>(64, 256);
+         gather_dst_is_swizzled<kThreadsPerRow>(64, 256) && gather_dst_is_swizzled<kThreadsPerRow>(80, 256);
 }
 static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzled_for_all_tiles<4>() &&
               gather_dst_is_swizzled_for_all_tiles<8>());
@@ -193,7 +196,7 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 template <class Traits, bool kTail>
 __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fallback, typename Traits::Element* tile,
                                            int tid) {
-  constexpr int kThreadsPerRow = kGatherThreadsPerRow;
+  constexpr int kThreadsPerRow = kGatherThreadsPerRow<Traits::kBlockN>;
   constexpr int kRowsPerPass = 128 / kThreadsPerRow;
   constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
   constexpr int kChunkBytes = Traits::kChunkCols * sizeof(typename Traits::Element);
@@ -242,6 +245,9 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // tile n-1's (being written: its page-table loads are issued before the gathers and
   // stored after them, so their latency hides under the copies). One producer barrier per
   // tile orders each buffer's writes after its readers and before its next readers.
+  // Where shared memory holds two tables (kRowTables: D = 256's 80-key tile), tile n-1's
+  // rows go to tile n+1's buffer once every thread has issued that tile's V gather: a
+  // second barrier per tile.
   // The producer keeps 32 registers (24 at D = 256), so what can be derived is derived:
   // tile n+1's stage is the one before `ring`, its buffer the one before `cur`.
   int table = 0;  // the buffer the next unit's first table goes to
@@ -254,6 +260,9 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // the deferred V came later still, and the consumers waited for it at their last P V:
   // 4-23% slower, 6-13% with that Q load moved after the V (ncu, twenty-first session).
   constexpr bool kDeferLastV = Traits::kQStages > 1;
+  constexpr int kTables = SharedStorage<Traits>::kRowTables;
+  static_assert(kTables == 3 || (kTables == 2 && !kDeferLastV && !kTmaPages),
+                "two row tables: the deferred V and TMA page tables assume three");
   int last_v = -1, last_v_n = 0, last_v_head = 0;
   bool last_v_full = false;
   // Pages per full tile and TMA boxes per full tile (pages x 64-column blocks), divided
@@ -261,7 +270,8 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   constexpr int kColBlocks = Traits::kHeadDim / 64;
   const int tile_pages = kTmaPages ? kBlockN / p.paged_tma_rows : 0;
   const int boxes = tile_pages * kColBlocks;
-  auto next = [](int b) { return b == 2 ? 0 : b + 1; };
+  auto next = [](int b) { return b + 1 == kTables ? 0 : b + 1; };
+  auto prev = [](int b) { return b == 0 ? kTables - 1 : b - 1; };  // tile n+1's, for tile n's b
   // Tile n (full: it ends at or before kv_len) from table b into a stage: TMA boxes per
   // page when the tile is full and pages are large, else the cp.async gather.
   auto load_tile = [&](int b, int n, bool full_tile, int kv_head, bool v_side, int stage) {
@@ -359,19 +369,20 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       ahead = lookup(n - 1);
       gather_k(cur, n);
       trace(kTrPK);
-      gather_v_before(next(next(cur)), n + 1, full_tile(n + 1), kv_head);
+      gather_v_before(prev(cur), n + 1, full_tile(n + 1), kv_head);
       trace(kTrPV);
+      if constexpr (kTables == 2) ptx::named_sync(kProducerBarrier, 128);  // next(cur) == prev(cur)
       store_rows(next(cur), ahead, n - 1);
       ring.advance();
       cur = next(cur);
     }
     if constexpr (kDeferLastV) {
-      last_v = next(next(cur));
+      last_v = prev(cur);
       last_v_n = t.item.n_begin;
       last_v_full = full_tile(t.item.n_begin);
       last_v_head = kv_head;
     } else {
-      gather_v_before(next(next(cur)), t.item.n_begin, full_tile(t.item.n_begin), kv_head);
+      gather_v_before(prev(cur), t.item.n_begin, full_tile(t.item.n_begin), kv_head);
       trace(kTrPV);
     }
     table = cur;  // holds only the rows of tile n_begin - 1, which nobody reads

@@ -9,6 +9,13 @@ namespace flashband::sm90::ptx {
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// The same, opaque to the compiler: for checking an alignment it would otherwise assume
+// from a declaration.
+__device__ __forceinline__ uint32_t smem_addr_checked(const void* p) {
+  uint32_t a;
+  asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+  return a;
+}
 
 // ---- mbarrier ---------------------------------------------------------------------------
 

@@ -5,20 +5,21 @@
 // takes_runtime_mask_kernels). One kernel serves the four (needs_mask, soft_cap) keys of
 // its dtype / head dim / storage, except that the wide-tile kernel takes over where the
 // head dim has one: D = 64 (192 query rows; contiguous and paged K/V) and 128 (176 keys;
-// contiguous) for keys neither masked nor soft-capped, contiguous D = 256 (80 keys) for all
-// four, with a kernel of its own for the unmasked keys and, for the masked ones, a
-// runtime-mask one and a causal-only one (tile_config.h use_wide_tiles, the rule plan_sm90
-// follows too; make_kernel_params refuses a plan whose tile is not the kernel's). Where the
-// rule depends on the problem's shape (D = 64 with a mask: long requests only; contiguous
-// D = 128 without one: by the typical request's keys, narrow_unmasked_pays), the key's
+// contiguous) for keys neither masked nor soft-capped, D = 256 (80 keys; contiguous, and
+// paged on gathered pages) for all four, with a kernel of its own for the unmasked keys
+// and, for the masked ones, a runtime-mask one and a causal-only one (tile_config.h
+// use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses a plan whose
+// tile is not the kernel's). Where the rule depends on the problem's shape (D = 64 with a
+// mask: long requests only; contiguous D = 128 without one: by the typical request's
+// keys, narrow_unmasked_pays; paged D = 256: by the page size, pages_by_tma, and the length), the key's
 // launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
-// (contiguous and paged) and of paged D = 256, and the masked wide tiles (D = 64
-// contiguous and paged, D = 256 contiguous) a masked key's launch runs a causal-only kernel
-// where the plan chose it (causal problems without a window or soft cap: short requests
-// on a narrow tile, any length on a wide one; tile_config.h use_causal_kernel), the
+// (contiguous and paged) and of paged D = 256, and the masked wide tiles (D = 64 and 256,
+// contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
+// chose it (causal problems without a window or soft cap: short requests on a narrow
+// tile, any length on gathered pages or a wide one; tile_config.h use_causal_kernel), the
 // runtime-mask one otherwise.
-// Paged D = 128 and 256 unmasked keys run a narrow kernel compiled without masks
-// (tile_config.h kNarrowFoldsMask).
+// Paged D = 128 and 256 unmasked keys run a narrow kernel compiled without masks where the
+// plan takes the narrow tile (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -101,11 +102,13 @@ template <DType T, int D, bool P>
 constexpr Compiled row() {
   constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
   constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
-  constexpr bool kNarrow = !(sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::use_wide_tiles_of<D>(true, P, 0));
+  // Whether some problem of the row takes the narrow tile: the shortest one, on TMA pages
+  // where paged (the rule never prefers the wide tile for them).
+  constexpr bool kNarrowUnmaskedSome = !sm90::use_wide_tiles_of<D>(false, P, P, 0);
+  constexpr bool kNarrow = kNarrowUnmaskedSome || !sm90::use_wide_tiles_of<D>(true, P, P, 0);
   constexpr bool kCausal = kNarrow && sm90::kCausalKernel<D, P, false>;
   constexpr bool kWideCausal = kWideMasked && sm90::kCausalKernel<D, P, true>;
-  constexpr bool kNarrowUnmasked =
-      kNarrow && !sm90::use_wide_tiles_of<D>(false, P, 0) && sm90::kNarrowFoldsMask<D, P>;
+  constexpr bool kNarrowUnmasked = kNarrow && kNarrowUnmaskedSome && sm90::kNarrowFoldsMask<D, P>;
   Compiled c{T, D, P ? kPaged : kContiguous, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   if constexpr (kNarrow) c.launch = kLaunch<T, D, P>;
   if constexpr (kNarrowUnmasked) c.launch_unmasked = kLaunch<T, D, P, false, MaskKind::kKVLen>;
@@ -152,7 +155,7 @@ void register_sm90_kernels(Registry& r) {
         LaunchFn fn = c.launch;
         if (sm90::wide_tiles_by_shape(c.head_dim, masked, paged))
           fn = masked ? c.launch_masked : c.launch_unmasked_by_shape;
-        else if (sm90::use_wide_tiles(c.head_dim, masked, paged, 0))
+        else if (sm90::use_wide_tiles(c.head_dim, masked, paged, false, 0))
           fn = masked ? c.launch_wide_masked : c.launch_wide;
         else if (masked && c.launch_masked != nullptr)
           fn = c.launch_masked;  // the causal-only kernel where the plan picked it

@@ -33,18 +33,24 @@ struct SharedStorage {
   uint64_t v_full[Traits::kStages];
   uint64_t v_empty[Traits::kStages];
   // Paged K/V only: global addresses (K, V) of each row of a KV tile, 0 for rows past
-  // kv_len (and tiles before the unit's first); three tiles' tables rotate
-  // (producer.h). Wide kernels of head dims that never run paged K/V (kWidePaged) keep one
-  // row (D = 256 wide needs the 4.7 KB).
+  // kv_len (and tiles before the unit's first); the tables of three tiles rotate, or of
+  // two where shared memory is short (producer.h). Wide kernels of head dims that never
+  // run paged K/V (kWidePaged: D = 128) keep one row.
+  static constexpr bool kGatherOnly = kPagedGatherOnly<Traits::kHeadDim, Traits::kWide>;
+  static constexpr int kRowTables = kGatherOnly ? 2 : 3;
   static constexpr int kRowTableRows = Traits::kWide && !kWidePaged<Traits::kHeadDim> ? 1 : Traits::kBlockN;
-  ulonglong2 kv_rows[3][kRowTableRows];
-  int kv_pages[3][kRowTableRows];  // the page of each page block of a tile (TMA page loads)
+  ulonglong2 kv_rows[kRowTables][kRowTableRows];
+  // The page of each page block of a tile (TMA page loads; none in gather-only kernels).
+  static constexpr int kPageTableRows = kGatherOnly ? 1 : kRowTableRows;
+  int kv_pages[kRowTables][kPageTableRows];
 };
 
-// Dynamic shared memory requested at launch: the storage plus slack to align its start.
+// Dynamic shared memory requested at launch. The kernel declares its dynamic shared memory
+// 1024-byte aligned and checks it (prefill_kernel.cuh): D = 256's paged 80-key tile fills
+// the 227 KB exactly, with no room for slack to align the start by hand.
 template <class Traits>
 constexpr int shared_storage_bytes() {
-  constexpr int bytes = static_cast<int>(sizeof(SharedStorage<Traits>)) + 1024;
+  constexpr int bytes = static_cast<int>(sizeof(SharedStorage<Traits>));
   static_assert(bytes <= 227 * 1024, "more shared memory than one Hopper CTA may have");
   return bytes;
 }

@@ -58,8 +58,9 @@ namespace flashband::sm90 {
 // A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
 // three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
 // with the tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged
-// producer gathers one row per thread (N <= 128), so paged K/V takes the wide tile only at
-// D = 64, whose wide tile keeps 128 keys (kWidePaged below).
+// producer resolves one row per thread (N <= 128), so paged K/V takes the wide tile at
+// D = 64, whose wide tile keeps 128 keys, and at D = 256 on gathered pages for problems
+// of 2048 rows or keys and up (kWidePaged, kWidePagedMinLength below).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -94,9 +95,8 @@ struct TileConfig<128, true> {
   static constexpr int kBlockM = 128, kBlockN = 176, kStages = 2, kQStages = 1;
   static constexpr bool kPingPong = true, kFuseUnits = false;
 };
-// D = 256 wide: 80 keys (S 40 + P 20 + O 128 regs), 64 KB + 2 x 80 KB = 224 KB, which fits
-// only without the paged row tables (shared_storage.h drops them in wide kernels that are
-// not kWidePaged). The
+// D = 256 wide: 80 keys (S 40 + P 20 + O 128 regs), 64 KB + 2 x 80 KB = 224 KB, which
+// leaves room for two 80-row paged row tables and no page tables (shared_storage.h). The
 // per-step costs spread over 1.25x the columns of the 64-key tile (FlashAttention-3 uses
 // 80 at D = 256 too).
 template <>
@@ -136,7 +136,8 @@ constexpr bool kWideMasked<64> = true;
 // instructions with 18 -> 8 local accesses.
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
-// wide tile serves: paged D = 128 and 256 (their wide tiles are for contiguous K/V only).
+// wide tile serves: paged D = 128 (its wide tile is for contiguous K/V only) and 256 (TMA
+// pages).
 // Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
 // unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
 // session (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16
@@ -177,8 +178,8 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
 // tiles of D = 64 and 128, contiguous and paged, and of paged D = 256 (contiguous D = 256
-// has no narrow kernel), and the masked wide tiles (D = 64's 192 rows, contiguous and
-// paged; D = 256's 80 keys, contiguous only, as that tile is). The plan picks it
+// has no narrow kernel), and the masked wide tiles (D = 64's 192 rows and D = 256's 80
+// keys, contiguous and paged). The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
 // request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
 // at any length), at any length on a wide one (D = 64's only from kWideMaskedMinRows rows);
@@ -203,8 +204,7 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // unchanged at 20 bytes): 512 causal page 16 133.5 -> 126.3 us, 2k causal page 16 310.6 ->
 // 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
-  return wide ? head_dim == 64 || (head_dim == 256 && !paged)
-              : head_dim == 64 || head_dim == 128 || (head_dim == 256 && paged);
+  return wide ? head_dim == 64 || head_dim == 256 : head_dim == 64 || head_dim == 128 || (head_dim == 256 && paged);
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
@@ -277,37 +277,68 @@ FB_HD constexpr bool narrow_unmasked_pays(int64_t keys) {
 // INT64_MAX: the rule must pick the narrow tile at the one and the wide at the other.
 static_assert(narrow_unmasked_pays<128>(0) && !narrow_unmasked_pays<128>(kNarrowUnmaskedMaxKeys));
 
-// Head dims whose wide tile also serves paged K/V: only a tile that keeps 128 keys (the
-// paged producer gathers one KV row per thread), with room left for the paged row tables.
+// Head dims whose wide tile also serves paged K/V: a tile of at most 128 keys (the paged
+// producer resolves one KV row per thread) with room left for the paged row tables.
 // D = 64 (192 x 128, 146 KB + 7.5 KB of tables), measured against the 128-row tile
 // (seventh session, ncu, bf16, non-causal): 2k page 16 974 -> 861 us, page 1 988 -> 859,
 // page 128 939 -> 814; 16k page 16 7.20 -> 6.00 ms; 512 page 16 321 -> 296 us.
+// D = 256's 80-key tile on gathered pages only (kWidePagedGatherOnly): its 224 KB of Q, K
+// and V leave room for two row tables of 80 rows and no page tables, and 80-row tiles
+// straddle TMA pages (a box never crosses a page), so pages_by_tma keep the 64-key tile.
 template <int kHeadDim>
 constexpr bool kWidePaged = false;
 template <>
 constexpr bool kWidePaged<64> = true;
-
-// masked: takes_runtime_mask_kernels (a causal / window mask or a soft cap); length: the
-// problem's tile_rule_length (below): the typical request's query rows for a masked
-// problem, its keys for an unmasked one.
+template <>
+constexpr bool kWidePaged<256> = true;
 template <int kHeadDim>
-FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, int64_t length) {
-  return kHasWide<kHeadDim> && (!paged || kWidePaged<kHeadDim>) &&
+constexpr bool kWidePagedGatherOnly = false;
+template <>
+constexpr bool kWidePagedGatherOnly<256> = true;
+// Whether a tile's paged kernels have no TMA page path (and no page tables).
+template <int kHeadDim, bool kWide>
+constexpr bool kPagedGatherOnly = kWide && kWidePagedGatherOnly<kHeadDim>;
+// Paged problems take the wide tile only from this rule length (tile_rule_length: the
+// typical request's query rows under a mask, its keys without one). D = 256's 80-key
+// tile on gathered pages against the 64-key one (thirty-first session, ncu, bf16, B x S =
+// 16k, H = 16): 512 causal page 16 128.5 -> 132.4 us, page 1 127.9 -> 136.9; 512
+// non-causal page 16 169.1 -> 172.6; 1024 causal page 1 187.4 -> 202.9; 2048 causal page
+// 1 306.5 -> 302.8, page 16 305.9 -> 301.7; 2048 non-causal page 16 502.6 -> 500.6; 4096
+// causal page 16 517.3 -> 498.7; 16k causal page 16 1.83 -> 1.75 ms, page 1 1.85 ->
+// 1.77; 16k non-causal page 16 3.61 -> 3.51.
+template <int kHeadDim>
+constexpr int64_t kWidePagedMinLength = 0;
+template <>
+constexpr int64_t kWidePagedMinLength<256> = 2048;
+
+// masked: takes_runtime_mask_kernels (a causal / window mask or a soft cap); tma_pages:
+// paged K/V whose pages are pages_by_tma; length: the problem's tile_rule_length (below):
+// the typical request's query rows for a masked problem, its keys for an unmasked one.
+template <int kHeadDim>
+FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, bool tma_pages, int64_t length) {
+  return kHasWide<kHeadDim> &&
+         (!paged || (kWidePaged<kHeadDim> && !(tma_pages && kWidePagedGatherOnly<kHeadDim>) &&
+                     length >= kWidePagedMinLength<kHeadDim>)) &&
          (masked ? kWideMasked<kHeadDim> && length >= kWideMaskedMinRows<kHeadDim>
-                     : !narrow_unmasked_pays<kHeadDim>(length));
+                 : !narrow_unmasked_pays<kHeadDim>(length));
 }
 
-FB_HD constexpr bool use_wide_tiles(int head_dim, bool masked, bool paged, int64_t length) {
-  return head_dim == 64    ? use_wide_tiles_of<64>(masked, paged, length)
-         : head_dim == 128 ? use_wide_tiles_of<128>(masked, paged, length)
-         : head_dim == 256 ? use_wide_tiles_of<256>(masked, paged, length)
+FB_HD constexpr bool use_wide_tiles(int head_dim, bool masked, bool paged, bool tma_pages, int64_t length) {
+  return head_dim == 64    ? use_wide_tiles_of<64>(masked, paged, tma_pages, length)
+         : head_dim == 128 ? use_wide_tiles_of<128>(masked, paged, tma_pages, length)
+         : head_dim == 256 ? use_wide_tiles_of<256>(masked, paged, tma_pages, length)
                            : false;
 }
 
 // Whether the tile of a registry key (head dim, masked, storage) depends on the problem's
-// shape: its launch then runs whichever kernel the plan's tile names (register.cpp).
+// shape (its lengths, and for paged K/V its page size): its launch then runs whichever
+// kernel the plan's tile names (register.cpp).
 FB_HD constexpr bool wide_tiles_by_shape(int head_dim, bool masked, bool paged) {
-  return use_wide_tiles(head_dim, masked, paged, 0) != use_wide_tiles(head_dim, masked, paged, INT64_MAX);
+  const bool first = use_wide_tiles(head_dim, masked, paged, false, 0);
+  for (int i = 1; i < 4; ++i)  // gathered / TMA pages x the shortest / longest problem
+    if (use_wide_tiles(head_dim, masked, paged, paged && (i & 1) != 0, (i & 2) != 0 ? INT64_MAX : 0) != first)
+      return true;
+  return false;
 }
 
 // The query rows (tokens; each query head is its own unit) of the request a typical query
