@@ -137,7 +137,7 @@ constexpr bool kWideMasked<64> = true;
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
 // wide tile serves: paged D = 128 (its wide tile is for contiguous K/V only) and 256 (TMA
-// pages).
+// pages, and gathered pages under kWidePagedMinLength).
 // Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
 // unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
 // session (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16
