@@ -530,6 +530,7 @@ struct Sm90Facts {
   int window;
   bool paged;
   bool tma_pages;
+  bool runtime_mask;  // takes_runtime_mask_kernels
   bool wide;
 };
 Sm90Facts sm90_facts(const Case& c) {
@@ -542,11 +543,10 @@ Sm90Facts sm90_facts(const Case& c) {
   const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
   f.window = core::normalize_window(c.window_left, max_kv);
   f.paged = c.entry == EntryPoint::kPaged;
-  const bool runtime_mask =
-      sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
+  f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
   f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
-  f.wide = sm90::use_wide_tiles(c.head_dim, runtime_mask, f.paged, f.tma_pages,
-                                sm90::tile_rule_length(runtime_mask, qo_indptr.data(), kv_lens.data(), batch));
+  f.wide = sm90::use_wide_tiles(c.head_dim, f.runtime_mask, f.paged, f.tma_pages,
+                                sm90::tile_rule_length(f.runtime_mask, qo_indptr.data(), kv_lens.data(), batch));
   return f;
 }
 
@@ -655,7 +655,7 @@ TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
     const Case& c = n.c;
     if (c.entry != EntryPoint::kPaged || c.head_dim != 256 || sm90::pages_by_tma(c.page_size)) continue;
     const Sm90Facts f = sm90_facts(c);
-    ++count[f.wide][sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f)];
+    ++count[f.wide][f.runtime_mask];
   }
   EXPECT_GE(count[1][0], 7) << "80-key tile without a mask";
   EXPECT_GE(count[1][1], 13) << "80-key tile with a mask";
