@@ -123,6 +123,17 @@ std::vector<Named> edge_cases() {
     c.logits_soft_cap = 5.0f;
     v.push_back({"tile_edge", c});
   }
+  // Contiguous D = 256 on sm90's 80-key tile, which the plan takes from
+  // kWideContiguousMinLength query rows per typical request (keys without a mask; shorter
+  // problems take the 64-key tile), with keys ending before, on and after its tile edges:
+  // companion requests bring each batch there at little oracle cost (16 rows over 60000
+  // keys; 4400 causal rows over 700 keys; 4400 rows under a window), without a mask, causal
+  // (the causal-only kernel) and with a window (the runtime-mask one).
+  for (int len : {79, 81, 160}) {
+    v.push_back({"tile_edge", make(E::kRagged, {len, 16}, {len, 60000}, 2, 1, 256, len % 2 ? f16 : bf16, false)});
+    v.push_back({"tile_edge", make(E::kRagged, {len, 4400}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true)});
+    v.push_back({"tile_edge", make(E::kRagged, {len, 40, 4400}, {len + 80, 40, 4410}, 2, 1, 256, bf16, true, 75)});
+  }
   // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
   // align), and causal windows whose edges fall inside a tile or on its edge.
   for (int page : {32, 48}) {
@@ -375,7 +386,11 @@ std::vector<Named> edge_cases() {
     c = make(E::kSingle, {300}, {300}, 2, 2, 64, bf16, true);
     c.logits_soft_cap = 20.0f;
     v.push_back({"softcap", c});
-    c = make(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);
+    c = make(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);  // sm90: the 64-key tile's runtime-mask kernel
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"softcap", c});
+    // and the 80-key one's (a request of 4400 rows: kWideContiguousMinLength)
+    c = make(E::kRagged, {200, 77, 4400}, {300, 77, 700}, 2, 1, 256, bf16, true);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
     c = make(E::kPaged, {130, 64}, {300, 64}, 2, 1, 256, bf16, true);  // sm90: D = 256's runtime-mask paged kernel
@@ -562,8 +577,8 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 }
 
 // Causal problems without a window meet both kernels of each sm90 tile that has a
-// causal-only one (the narrow tiles of D = 64 and 128, contiguous and paged, paged D =
-// 256's, and the masked wide tiles: D = 64 and 256, contiguous and paged), by the default
+// causal-only one (the narrow tiles of D = 64, 128 and 256, contiguous and paged, and the
+// masked wide tiles: D = 64 and 256, contiguous and paged), by the default
 // row limit: the causal-only kernel, and the runtime-mask one (long_causal past the narrow
 // limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D =
 // 64's requests past the limit take the 192-row tile from kWideMaskedMinRows, and the wide
@@ -575,7 +590,7 @@ TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
     bool wide;
   };
   for (const Tile t : {Tile{64, false, false}, Tile{64, true, false}, Tile{128, false, false}, Tile{128, true, false},
-                       Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true},
+                       Tile{256, false, false}, Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true},
                        Tile{256, true, true}}) {
     ASSERT_TRUE(sm90::has_causal_kernel(t.head_dim, t.paged, t.wide));
     int causal_only = 0, runtime_mask = 0;
@@ -660,6 +675,22 @@ TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
   EXPECT_GE(count[1][0], 7) << "80-key tile without a mask";
   EXPECT_GE(count[1][1], 13) << "80-key tile with a mask";
   EXPECT_GE(count[0][0], 1) << "64-key tile without a mask";
+  EXPECT_GE(count[0][1], 3) << "64-key tile with a mask";
+}
+
+// Contiguous D = 256 meets both of its sm90 tiles, with and without a mask: the 80-key
+// one (from kWideContiguousMinLength rows or keys) and the 64-key one.
+TEST(GpuEdgeCases, ContiguousD256CasesCoverBothTiles) {
+  int count[2][2] = {};  // [wide][masked]
+  for (const Named& n : edge_cases()) {
+    const Case& c = n.c;
+    if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode || c.head_dim != 256) continue;
+    const Sm90Facts f = sm90_facts(c);
+    ++count[f.wide][f.runtime_mask];
+  }
+  EXPECT_GE(count[1][0], 2) << "80-key tile without a mask";
+  EXPECT_GE(count[1][1], 3) << "80-key tile with a mask";
+  EXPECT_GE(count[0][0], 2) << "64-key tile without a mask";
   EXPECT_GE(count[0][1], 3) << "64-key tile with a mask";
 }
 

@@ -217,9 +217,9 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   for (int D : kHeadDims) {
     for (Storage st : kStorages) {
       const bool paged = st.paged, tma = st.tma;
-      // Without a mask the length matters only for contiguous D = 128 and gathered D = 256
-      // (below).
-      if ((D != 128 || paged) && !(D == 256 && paged && !tma))
+      // Without a mask the length matters only for contiguous D = 128 and D = 256 and for
+      // gathered D = 256 (below).
+      if ((D != 128 || paged) && !(D == 256 && !tma))
         EXPECT_EQ(use_wide_tiles(D, false, paged, tma, kShort), use_wide_tiles(D, false, paged, tma, kLong)) << D;
       if (paged) {  // the paged producer resolves one row per thread: at most 128 keys
         EXPECT_EQ(use_wide_tiles(D, false, true, tma, kLong), D == 64 || (D == 256 && !tma)) << D << " " << tma;
@@ -235,11 +235,13 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
       EXPECT_EQ(wide.block_n % 16, 0) << D;
       EXPECT_LE(wide.block_n, 256) << D;
     }
-    // Contiguous K/V: the tile of a key without a mask depends on the shape at D = 128 only.
-    EXPECT_EQ(wide_tiles_by_shape(D, false, false), D == 128) << D;
+    // Contiguous K/V: the tile of a key without a mask depends on the shape at D = 128 and
+    // 256.
+    EXPECT_EQ(wide_tiles_by_shape(D, false, false), D == 128 || D == 256) << D;
   }
   EXPECT_EQ(tile_shape(128, use_wide_tiles(128, false, false, false, kLong)).block_n, 176);
-  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, false, kShort)).block_n, 80);
+  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, false, kShort)).block_n, 64);
+  EXPECT_EQ(tile_shape(256, use_wide_tiles(256, false, false, false, kLong)).block_n, 80);
   // D = 128 without a mask: the narrow fused tile where its cost per unit is the lower one
   // for the typical request's keys (measured 512 and 768 faster there, 1000 slower), the
   // 176-key tile (one Q buffer, no unit fusion) elsewhere and from 1024 keys on; paged K/V
@@ -255,12 +257,21 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_TRUE(wide_tiles_by_shape(128, false, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, false, true));
   for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, false, true, tma, kLong));
-  // Measured: the 80-key tile pays under a causal mask at D = 256 at every length, the
-  // 176-key one does not at D = 128 (tile_config.h).
-  EXPECT_TRUE(use_wide_tiles(256, true, false, false, kShort));
+  // Measured: the 176-key tile does not pay under a causal mask at D = 128 (tile_config.h).
   EXPECT_FALSE(use_wide_tiles(128, true, false, false, kLong));
-  EXPECT_FALSE(wide_tiles_by_shape(256, true, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, true, false));
+  // Contiguous D = 256: the 80-key tile from kWideContiguousMinLength rows (keys without a
+  // mask) per typical request, the 64-key one below it, masked or not.
+  constexpr int64_t kMin = kWideContiguousMinLength<256>;
+  for (bool masked : {false, true}) {
+    for (int64_t length : {kShort, int64_t{512}, kMin - 1})
+      EXPECT_FALSE(use_wide_tiles(256, masked, false, false, length)) << masked << " " << length;
+    for (int64_t length : {kMin, int64_t{16384}, kLong})
+      EXPECT_TRUE(use_wide_tiles(256, masked, false, false, length)) << masked << " " << length;
+    EXPECT_TRUE(wide_tiles_by_shape(256, masked, false)) << masked;
+  }
+  EXPECT_EQ(kWideContiguousMinLength<64>, 0);
+  EXPECT_EQ(kWideContiguousMinLength<128>, 0);
   // Paged D = 256: the 80-key tile on gathered pages, masked or not, from 2048 rows
   // (keys without a mask) per typical request (measured 1-4% faster from there, 2-8%
   // slower at 512 and 1024); TMA pages keep the 64-key tile at every length (an 80-row
@@ -319,12 +330,14 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, false, 1, 0)) << D;         // turned off
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
-  // D = 256's narrow tile (paged only: contiguous D = 256 runs the 80-key tile alone), by the
-  // row limit as the other narrow tiles.
-  EXPECT_FALSE(use_causal_kernel(256, false, false, false, true, -1, false, 1, kMax));
+  // D = 256's narrow tile (contiguous and paged), by the row limit as the other narrow tiles.
+  for (Storage st : kStorages) {
+    const bool p = st.paged, g = st.paged && !st.tma;
+    EXPECT_TRUE(use_causal_kernel(256, p, g, false, true, -1, false, 1, kMax));
+    EXPECT_TRUE(use_causal_kernel(256, p, g, false, true, -1, false, kMax, kMax));
+    EXPECT_EQ(use_causal_kernel(256, p, g, false, true, -1, false, kMax + 1, kMax), g);
+  }
   for (bool g : {false, true}) {
-    EXPECT_TRUE(use_causal_kernel(256, true, g, false, true, -1, false, kMax, kMax));
-    EXPECT_EQ(use_causal_kernel(256, true, g, false, true, -1, false, kMax + 1, kMax), g);
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, 0, false, 1, kMax));      // a window
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, false, -1, false, 1, kMax));    // not causal
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, false, 100, false, 1, kMax));   // a window alone
@@ -363,7 +376,8 @@ TEST(Sm90WorkList, PagesByTmaArePowersOfTwoFromTheMinimum) {
 // Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a
 // mask takes them, on the tile a masked problem of its length takes: at D = 128 the narrow
 // tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 6144
-// rows only, at D = 256 the 80-key tile as before.
+// rows only, at D = 256 the 80-key tile from kWideContiguousMinLength rows as a masked
+// problem does.
 TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
   EXPECT_TRUE(compiles_soft_cap(MaskKind::kAny));
   EXPECT_FALSE(compiles_soft_cap(MaskKind::kKVLen));
@@ -377,7 +391,8 @@ TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
   EXPECT_TRUE(use_wide_tiles(128, false, false, false, int64_t{1} << 40));
   EXPECT_FALSE(use_wide_tiles(64, soft, false, false, 512));
   EXPECT_TRUE(use_wide_tiles(64, soft, false, false, 8192));
-  EXPECT_TRUE(use_wide_tiles(256, soft, false, false, 512));
+  EXPECT_FALSE(use_wide_tiles(256, soft, false, false, 512));
+  EXPECT_TRUE(use_wide_tiles(256, soft, false, false, kWideContiguousMinLength<256>));
   // The wide tiles a soft cap can take have a runtime-mask kernel.
   for (int D : kHeadDims)
     for (Storage st : kStorages)

@@ -11,15 +11,15 @@
 // use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses a plan whose
 // tile is not the kernel's). Where the rule depends on the problem's shape (D = 64 with a
 // mask: long requests only; contiguous D = 128 without one: by the typical request's
-// keys, narrow_unmasked_pays; paged D = 256: by the page size, pages_by_tma, and the length), the key's
-// launch runs the kernel of the tile its plan chose. On the narrow tiles of D = 64 and 128
-// (contiguous and paged) and of paged D = 256, and the masked wide tiles (D = 64 and 256,
+// keys, narrow_unmasked_pays; D = 256: by the length, and paged by the page size,
+// pages_by_tma), the key's launch runs the kernel of the tile its plan chose. On the narrow
+// tiles of D = 64, 128 and 256 (contiguous and paged), and the masked wide tiles (D = 64 and 256,
 // contiguous and paged) a masked key's launch runs a causal-only kernel where the plan
 // chose it (causal problems without a window or soft cap: short requests on a narrow
 // tile, any length on gathered pages or a wide one; tile_config.h use_causal_kernel), the
 // runtime-mask one otherwise.
-// Paged D = 128 and 256 unmasked keys run a narrow kernel compiled without masks where the
-// plan takes the narrow tile (tile_config.h kNarrowFoldsMask).
+// Paged D = 128 and D = 256 unmasked keys run a narrow kernel compiled without masks where
+// the plan takes the narrow tile (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -92,7 +92,7 @@ void launch_unmasked_by_shape(const core::AttentionParams& a) {
 }
 
 // One row per dtype / head dim / storage, with the kernels tile_config.h's rule needs: the
-// narrow tile unless the wide one serves every key (contiguous D = 256), the wide one
+// narrow tile unless the wide one serves every key (no row today), the wide one
 // without masks (*_wide.cu) and with them where kWideMasked (*_wide_masked.cu at D = 64 and
 // 256), the causal-only narrow and wide ones where kCausalKernel (*_causal.cu,
 // *_wide_causal.cu), and the narrow one

@@ -52,7 +52,7 @@ namespace flashband::sm90 {
 // cap, takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below),
 // where the only partial tile is at kv_len's end, and for masked
 // problems too at D = 256 and, with long requests, at D = 64 (kWideMasked, kWideMaskedMinRows
-// below). At D = 128 and 256 it is a wider KV tile:
+// below); at D = 256 only from kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
 // wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers)
 // over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
 // A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
@@ -136,14 +136,15 @@ constexpr bool kWideMasked<64> = true;
 // instructions with 18 -> 8 local accesses.
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
-// wide tile serves: paged D = 128 (its wide tile is for contiguous K/V only) and 256 (TMA
-// pages, and gathered pages under kWidePagedMinLength).
+// wide tile serves: paged D = 128 (its wide tile is for contiguous K/V only) and D = 256
+// (TMA pages, gathered pages under kWidePagedMinLength, contiguous K/V under
+// kWideContiguousMinLength).
 // Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
 // unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
 // session (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16
 // -1.3%, page 128 -1.7 / -1.9%.
 template <int kHeadDim, bool kPaged>
-constexpr bool kNarrowFoldsMask = kPaged && (kHeadDim == 128 || kHeadDim == 256);
+constexpr bool kNarrowFoldsMask = (kPaged && kHeadDim == 128) || kHeadDim == 256;
 
 // The masks a kernel computes. kKVLen: only kv_len's end (problems without a causal /
 // window mask or soft cap); kCausal: bottom-right causal without a
@@ -177,8 +178,7 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 }
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
-// tiles of D = 64 and 128, contiguous and paged, and of paged D = 256 (contiguous D = 256
-// has no narrow kernel), and the masked wide tiles (D = 64's 192 rows and D = 256's 80
+// tiles of D = 64, 128 and 256, contiguous and paged, and the masked wide tiles (D = 64's 192 rows and D = 256's 80
 // keys, contiguous and paged). The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
 // request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
@@ -204,7 +204,8 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // unchanged at 20 bytes): 512 causal page 16 133.5 -> 126.3 us, 2k causal page 16 310.6 ->
 // 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
-  return wide ? head_dim == 64 || head_dim == 256 : head_dim == 64 || head_dim == 128 || (head_dim == 256 && paged);
+  (void)paged;
+  return wide ? head_dim == 64 || head_dim == 256 : head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
@@ -310,6 +311,17 @@ template <int kHeadDim>
 constexpr int64_t kWidePagedMinLength = 0;
 template <>
 constexpr int64_t kWidePagedMinLength<256> = 2048;
+// Contiguous K/V the same way: D = 256's 80-key tile from this length, the 64-key one
+// below it (a 512-key unit fills 6.4 tiles of 80 and 8 of 64). Measured (thirty-second
+// session, ncu, bf16, B x S = 16k, H = 16, 80-key -> 64-key): 512 164.3 -> 151.1 us, 512
+// causal 130.7 -> 119.8, 1024 255.6 -> 252.2, 1024 causal 194.1 -> 173.4, 2048 454.4 ->
+// 449.8, 2048 causal 277.3 -> 274.6: the 64-key tile wins at every length measured (4096
+// and up were not; from there the 80-key tile stays, as it measured faster at 16k when it
+// was introduced, sixth session: 3.91 -> 3.53 ms).
+template <int kHeadDim>
+constexpr int64_t kWideContiguousMinLength = 0;
+template <>
+constexpr int64_t kWideContiguousMinLength<256> = 4096;
 
 // masked: takes_runtime_mask_kernels (a causal / window mask or a soft cap); tma_pages:
 // paged K/V whose pages are pages_by_tma; length: the problem's tile_rule_length (below):
@@ -317,8 +329,9 @@ constexpr int64_t kWidePagedMinLength<256> = 2048;
 template <int kHeadDim>
 FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, bool tma_pages, int64_t length) {
   return kHasWide<kHeadDim> &&
-         (!paged || (kWidePaged<kHeadDim> && !(tma_pages && kWidePagedGatherOnly<kHeadDim>) &&
-                     length >= kWidePagedMinLength<kHeadDim>)) &&
+         (paged ? kWidePaged<kHeadDim> && !(tma_pages && kWidePagedGatherOnly<kHeadDim>) &&
+                      length >= kWidePagedMinLength<kHeadDim>
+                : length >= kWideContiguousMinLength<kHeadDim>) &&
          (masked ? kWideMasked<kHeadDim> && length >= kWideMaskedMinRows<kHeadDim>
                  : !narrow_unmasked_pays<kHeadDim>(length));
 }
