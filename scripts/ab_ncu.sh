@@ -75,6 +75,8 @@ applies() {  # $1: patch; whether it applies to the tree as it is now
   else patch -p1 --dry-run --forward --quiet < "$1" > /dev/null 2>&1; fi
 }
 
+variant_stamp=build/.ab_variant_built
+rm -f "$variant_stamp"
 measure base
 for p in "${patches[@]}"; do
   if [[ "$p" == env:* ]]; then  # $p has no '/', so basename below gives it back unchanged
@@ -88,18 +90,26 @@ for p in "${patches[@]}"; do
   if ! apply "$p"; then
     say "$name: patch does not apply"; continue
   fi
+  # The patch whose module build/ holds, stamped before the build starts, so that
+  # scripts/apply_built_variant.sh can date the patch's sources back to before its objects.
+  sha1sum < "$p" | cut -d' ' -f1 > "$variant_stamp"
   # Only the Python module the probes load: the test binaries would rebuild too otherwise.
   if rebuild --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
     measure "$name"
   else
+    rm -f "$variant_stamp"
     say "$name: build failed"; grep -E "error" "/tmp/ab_$name.log" | head -5
   fi
   apply "$p" -R
 done
 # Leave the baseline built (--keep rebuilds everything below anyway), unless AB_RESTORE=0:
 # a call that ends here, whose next call rebuilds anyway (ninja sees the patched files' new
-# times), saves a full kernel rebuild.
-[ "$keep" = 1 ] || [ "${AB_RESTORE:-1}" = 0 ] || rebuild --target _C flashband_python_sources > /dev/null 2>&1
+# times), saves a full kernel rebuild; and the next call can keep the last variant's build
+# (scripts/apply_built_variant.sh).
+if [ "$keep" = 1 ] || [ "${AB_RESTORE:-1}" != 0 ]; then
+  rm -f "$variant_stamp"
+  [ "$keep" = 1 ] || rebuild --target _C flashband_python_sources > /dev/null 2>&1
+fi
 
 printf '%-40s %14s' probe base
 for p in "${patches[@]}"; do printf ' %14s' "$(basename "$p" .patch)"; done
