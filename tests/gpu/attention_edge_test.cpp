@@ -662,36 +662,32 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
   EXPECT_EQ(checked, 16);
 }
 
-// Paged D = 256 on gathered pages meets both of its sm90 tiles, with and without a mask:
-// the 80-key one (from kWidePagedMinLength rows or keys) and the 64-key one.
-TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
+// The D = 256 edge cases that `selects` picks meet both of their sm90 tiles, with and
+// without a mask, at least the given number of times each: {80-key unmasked, 80-key masked,
+// 64-key unmasked, 64-key masked}.
+template <class Select>
+void expect_d256_cases_on_both_tiles(Select selects, const int (&at_least)[4]) {
   int count[2][2] = {};  // [wide][masked]
   for (const Named& n : edge_cases()) {
-    const Case& c = n.c;
-    if (c.entry != EntryPoint::kPaged || c.head_dim != 256 || sm90::pages_by_tma(c.page_size)) continue;
-    const Sm90Facts f = sm90_facts(c);
+    if (n.c.head_dim != 256 || n.c.entry == EntryPoint::kDecode || !selects(n.c)) continue;
+    const Sm90Facts f = sm90_facts(n.c);
     ++count[f.wide][f.runtime_mask];
   }
-  EXPECT_GE(count[1][0], 7) << "80-key tile without a mask";
-  EXPECT_GE(count[1][1], 13) << "80-key tile with a mask";
-  EXPECT_GE(count[0][0], 1) << "64-key tile without a mask";
-  EXPECT_GE(count[0][1], 3) << "64-key tile with a mask";
+  EXPECT_GE(count[1][0], at_least[0]) << "80-key tile without a mask";
+  EXPECT_GE(count[1][1], at_least[1]) << "80-key tile with a mask";
+  EXPECT_GE(count[0][0], at_least[2]) << "64-key tile without a mask";
+  EXPECT_GE(count[0][1], at_least[3]) << "64-key tile with a mask";
 }
 
-// Contiguous D = 256 meets both of its sm90 tiles, with and without a mask: the 80-key
-// one (from kWideContiguousMinLength rows or keys) and the 64-key one.
+// Paged D = 256 on gathered pages: the 80-key tile from kWidePagedMinLength rows or keys.
+TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
+  expect_d256_cases_on_both_tiles(
+      [](const Case& c) { return c.entry == EntryPoint::kPaged && !sm90::pages_by_tma(c.page_size); }, {7, 13, 1, 3});
+}
+
+// Contiguous D = 256: the 80-key tile from kWideContiguousMinLength rows or keys.
 TEST(GpuEdgeCases, ContiguousD256CasesCoverBothTiles) {
-  int count[2][2] = {};  // [wide][masked]
-  for (const Named& n : edge_cases()) {
-    const Case& c = n.c;
-    if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode || c.head_dim != 256) continue;
-    const Sm90Facts f = sm90_facts(c);
-    ++count[f.wide][f.runtime_mask];
-  }
-  EXPECT_GE(count[1][0], 2) << "80-key tile without a mask";
-  EXPECT_GE(count[1][1], 3) << "80-key tile with a mask";
-  EXPECT_GE(count[0][0], 2) << "64-key tile without a mask";
-  EXPECT_GE(count[0][1], 3) << "64-key tile with a mask";
+  expect_d256_cases_on_both_tiles([](const Case& c) { return c.entry != EntryPoint::kPaged; }, {2, 3, 2, 3});
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }
