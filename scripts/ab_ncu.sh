@@ -76,7 +76,9 @@ applies() {  # $1: patch; whether it applies to the tree as it is now
 }
 
 variant_stamp=build/.ab_variant_built
-rm -f "$variant_stamp"
+# The baseline is the tree as it is: build/ may hold the last call's variant (AB_RESTORE=0).
+rebuild --target _C flashband_python_sources > /tmp/ab_base.log 2>&1 ||
+  { say "base: build failed"; grep -E "error" /tmp/ab_base.log | head -5; exit 1; }
 measure base
 for p in "${patches[@]}"; do
   if [[ "$p" == env:* ]]; then  # $p has no '/', so basename below gives it back unchanged
@@ -90,11 +92,12 @@ for p in "${patches[@]}"; do
   if ! apply "$p"; then
     say "$name: patch does not apply"; continue
   fi
-  # The patch whose module build/ holds, stamped before the build starts, so that
-  # scripts/apply_built_variant.sh can date the patch's sources back to before its objects.
-  sha1sum < "$p" | cut -d' ' -f1 > "$variant_stamp"
   # Only the Python module the probes load: the test binaries would rebuild too otherwise.
-  if rebuild --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
+  # The patch whose module build/ then holds is stamped after the sync and before the build,
+  # so that scripts/apply_built_variant.sh can date its sources back to before its objects.
+  touch_changed_sources
+  sha1sum < "$p" | cut -d' ' -f1 > "$variant_stamp"
+  if cmake --build build -j 16 --target _C flashband_python_sources > "/tmp/ab_$name.log" 2>&1; then
     measure "$name"
   else
     rm -f "$variant_stamp"

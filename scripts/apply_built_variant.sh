@@ -15,10 +15,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 p="${1:?usage: $0 variants/NAME.patch}"
 stamp=build/.ab_variant_built
-if command -v git > /dev/null; then git apply "$p"; else patch -p1 --forward --quiet < "$p"; fi
+git apply "$p"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(sha1sum < "$p" | cut -d' ' -f1)" ]; then
-  # The files the patch leaves in the tree ("+++ b/PATH"), tests/ excepted.
-  mapfile -t files < <(sed -n 's|^+++ b/||p' "$p" | grep -v '^tests/' || true)
+  # The files the patch touches that are in the tree now, tests/ excepted.
+  files=()
+  while IFS= read -r -d '' rec; do  # "added<TAB>deleted<TAB>path"
+    f=${rec#*$'\t'}
+    f=${f#*$'\t'}
+    [[ "$f" == tests/* ]] || [ ! -e "$f" ] || files+=("$f")
+  done < <(git apply --numstat -z "$p")
   [ ${#files[@]} -eq 0 ] || touch -r "$stamp" "${files[@]}"
   echo "apply_built_variant: $(basename "$p") applied; build/ keeps its library (${#files[@]} files dated back)"
 else

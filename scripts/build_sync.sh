@@ -16,4 +16,7 @@ touch_changed_sources() {
     diff "$list" <(printf '%s\n' "$now") | awk '/^> /{print $3}' | xargs -r touch
   fi
   mkdir -p build && printf '%s\n' "$now" > "$list"
+  # Any build invalidates ab_ncu's stamp of a variant's build (apply_built_variant.sh):
+  # ab_ncu writes it again after this, right before building that variant.
+  rm -f build/.ab_variant_built
 }

@@ -132,8 +132,12 @@ std::vector<Named> edge_cases() {
   for (int len : {79, 81, 160}) {
     v.push_back({"tile_edge", make(E::kRagged, {len, 16}, {len, 60000}, 2, 1, 256, len % 2 ? f16 : bf16, false)});
     v.push_back({"tile_edge", make(E::kRagged, {len, 4400}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true)});
-    v.push_back({"tile_edge", make(E::kRagged, {len, 40, 4400}, {len + 80, 40, 4410}, 2, 1, 256, bf16, true, 75)});
+    v.push_back({"tile_edge", make(E::kRagged, {len, 40, 4400}, {len + 80, 40, 4410}, 2, 1, 256, len % 2 ? f16 : bf16, true, 75)});
   }
+  // and on its 64-key tile below that: causal (f16, the causal-only kernel) and without a
+  // mask (bf16, the kernel without masks), keys ending inside a tile.
+  v.push_back({"tile_edge", make(E::kRagged, {300, 65}, {430, 65}, 2, 1, 256, f16, true)});
+  v.push_back({"tile_edge", make(E::kRagged, {200, 50}, {260, 1999}, 2, 2, 256, bf16, false)});
   // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
   // align), and causal windows whose edges fall inside a tile or on its edge.
   for (int page : {32, 48}) {
@@ -315,9 +319,20 @@ std::vector<Named> edge_cases() {
   v.push_back({"split", make(E::kDecode, {}, {4000}, 8, 1, 128, bf16, false), true});
   v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
-  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 80-key tiles
-  // sm90: split partial states from the unmasked D = 256 kernel (80 keys, mask folded away).
+  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 64-key tiles
+  // sm90: split partial states from the unmasked narrow D = 256 kernel (64 keys, mask folded away).
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, f16, false), true, true});
+  // sm90: and from the 80-key contiguous kernels (kWideContiguousMinLength): without masks
+  // (5000 keys), causal-only and, soft-capped, the runtime-mask one (4200 causal rows over
+  // 700 keys, one head: 33 query tiles, the last sees 9 tiles of 80, so two splits).
+  v.push_back({"split", make(E::kRagged, {16}, {5000}, 2, 1, 256, bf16, false), false, true});
+  {
+    Case c = make(E::kRagged, {4200}, {700}, 1, 1, 256, f16, true);
+    v.push_back({"split", c, false, true});
+    c.dtype = bf16;
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"split", c, false, true});
+  }
   // sm90: split partial states from the 192-row D = 64 tile, contiguous and paged.
   v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, bf16, false), true, true});
   {
@@ -462,7 +477,7 @@ std::vector<Named> edge_cases() {
     // slab does not see.
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
     v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 80 keys
+    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 64 keys
     // sm90: the 80-key tile on gathered pages, its two row tables carried from unit to unit
     // (requests of 2048 rows and up take it: kWidePagedMinLength); causal with fewer keys
     // than rows (units that see nothing among them) on pages of 16, without a mask on
@@ -685,9 +700,24 @@ TEST(GpuEdgeCases, GatheredPagedD256CasesCoverBothTiles) {
       [](const Case& c) { return c.entry == EntryPoint::kPaged && !sm90::pages_by_tma(c.page_size); }, {7, 13, 1, 3});
 }
 
-// Contiguous D = 256: the 80-key tile from kWideContiguousMinLength rows or keys.
+// Contiguous D = 256: the 80-key tile from kWideContiguousMinLength rows or keys, and each
+// of the twelve kernels (dtype x tile x runtime mask / causal-only / without masks) runs
+// for at least two cases.
 TEST(GpuEdgeCases, ContiguousD256CasesCoverBothTiles) {
-  expect_d256_cases_on_both_tiles([](const Case& c) { return c.entry != EntryPoint::kPaged; }, {2, 3, 2, 3});
+  const auto contiguous = [](const Case& c) { return c.entry != EntryPoint::kPaged; };
+  expect_d256_cases_on_both_tiles(contiguous, {4, 9, 15, 15});
+  int count[2][2][3] = {};  // [bf16][wide][kernel: runtime mask, causal-only, without masks]
+  for (const Named& n : edge_cases()) {
+    const Case& c = n.c;
+    if (c.head_dim != 256 || c.entry == EntryPoint::kDecode || !contiguous(c)) continue;
+    const Sm90Facts f = sm90_facts(c);
+    ++count[c.dtype == DType::kBF16][f.wide][!f.runtime_mask ? 2 : sm90_causal_kernel(c) ? 1 : 0];
+  }
+  for (int bf = 0; bf < 2; ++bf)
+    for (int wide = 0; wide < 2; ++wide)
+      for (int k = 0; k < 3; ++k)
+        EXPECT_GE(count[bf][wide][k], 2) << (bf ? "bf16" : "f16") << (wide ? " 80-key" : " 64-key") << " kernel "
+                                         << (k == 0 ? "with the runtime mask" : k == 1 ? "causal-only" : "without masks");
 }
 
 void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.name(); }

@@ -25,7 +25,7 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
 }
 
 // kMask_: the masks the kernel computes (tile_config.h MaskKind). Without causal / window
-// masks (kKVLen: wide tiles, and the narrow paged ones of kNarrowFoldsMask) it serves
+// masks (kKVLen: wide tiles, and the narrow ones of kNarrowFoldsMask) it serves
 // problems whose only partial tile is at kv_len's end.
 template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
 struct KernelTraits {
