@@ -47,20 +47,20 @@
 
 namespace flashband::sm90 {
 
-// kWide: the tile of contiguous K/V: for problems without a causal / window mask or a soft
-// cap (registry keys needs_mask = soft_cap = false; "masked" in this file includes a soft
-// cap, takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below),
-// where the only partial tile is at kv_len's end, and for masked
-// problems too at D = 256 and, with long requests, at D = 64 (kWideMasked, kWideMaskedMinRows
-// below); at D = 256 only from kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
-// wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers)
-// over more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its
-// A operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows,
-// three consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows
-// with the tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged
-// producer resolves one row per thread (N <= 128), so paged K/V takes the wide tile at
-// D = 64, whose wide tile keeps 128 keys, and at D = 256 on gathered pages for problems
-// of 2048 rows or keys and up (kWidePaged, kWidePagedMinLength below).
+// kWide: the tile of contiguous K/V: for problems without a causal / window mask or a soft cap
+// (registry keys needs_mask = soft_cap = false; "masked" in this file includes a soft cap,
+// takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below), where the only
+// partial tile is at kv_len's end, and for masked problems too at D = 256 and, with long
+// requests, at D = 64 (kWideMasked, kWideMaskedMinRows below); at D = 256 only from
+// kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
+// wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
+// more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
+// operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows, three
+// consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows with the
+// tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged producer
+// resolves one row per thread (N <= 128), so paged K/V takes the wide tile at D = 64, whose
+// wide tile keeps 128 keys, and at D = 256 on gathered pages for problems of 2048 rows or keys
+// and up (kWidePaged, kWidePagedMinLength below).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -178,8 +178,8 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 }
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
-// tiles of D = 64, 128 and 256, contiguous and paged, and the masked wide tiles (D = 64's 192 rows and D = 256's 80
-// keys, contiguous and paged). The plan picks it
+// tiles of D = 64, 128 and 256, contiguous and paged, and the masked wide tiles (D = 64's
+// 192 rows and D = 256's 80 keys, contiguous and paged). The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
 // request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
 // at any length), at any length on a wide one (D = 64's only from kWideMaskedMinRows rows);
