@@ -108,11 +108,8 @@ done
 # Leave the baseline built (--keep rebuilds everything below anyway), unless AB_RESTORE=0:
 # a call that ends here, whose next call rebuilds anyway (ninja sees the patched files' new
 # times), saves a full kernel rebuild; and the next call can keep the last variant's build
-# (scripts/apply_built_variant.sh).
-if [ "$keep" = 1 ] || [ "${AB_RESTORE:-1}" != 0 ]; then
-  rm -f "$variant_stamp"
-  [ "$keep" = 1 ] || rebuild --target _C flashband_python_sources > /dev/null 2>&1
-fi
+# (scripts/apply_built_variant.sh; any rebuild here or below voids its stamp).
+[ "$keep" = 1 ] || [ "${AB_RESTORE:-1}" = 0 ] || rebuild --target _C flashband_python_sources > /dev/null 2>&1
 
 printf '%-40s %14s' probe base
 for p in "${patches[@]}"; do printf ' %14s' "$(basename "$p" .patch)"; done
