@@ -136,15 +136,17 @@ constexpr bool kWideMasked<64> = true;
 // instructions with 18 -> 8 local accesses.
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
-// wide tile serves: paged D = 128 (its wide tile is for contiguous K/V only) and D = 256
-// (TMA pages, gathered pages under kWidePagedMinLength, contiguous K/V under
-// kWideContiguousMinLength).
-// Elsewhere a narrow tile serves masked (or soft-capped) keys, and at contiguous D = 128
-// unmasked problems too where narrow_unmasked_pays (with the runtime mask). Seventeenth
-// session (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16
-// -1.3%, page 128 -1.7 / -1.9%.
+// wide tile serves: D = 128 (paged K/V, whose wide tile is for contiguous K/V only, and
+// contiguous K/V where narrow_unmasked_pays) and D = 256 (TMA pages, gathered pages under
+// kWidePagedMinLength, contiguous K/V under kWideContiguousMinLength).
+// Elsewhere a narrow tile serves masked (or soft-capped) keys only. Seventeenth session
+// (ncu, bf16, against the masked kernel): D = 128 2k page 1 -3.1%, 16k page 16 -1.3%, page
+// 128 -1.7 / -1.9%. Contiguous D = 128 short keys ran the runtime-mask kernel, with the
+// soft cap's code, from the twenty-eighth session to the thirty-third; their own kernel
+// measured 512 -1.3%, 768 -1.0%, 896 -1.6% (thirty-fourth session, ncu, bf16), and 1000
+// keys, which take the 176-key tile under both, +0.2%.
 template <int kHeadDim, bool kPaged>
-constexpr bool kNarrowFoldsMask = (kPaged && kHeadDim == 128) || kHeadDim == 256;
+constexpr bool kNarrowFoldsMask = kHeadDim == 128 || kHeadDim == 256;
 
 // The masks a kernel computes. kKVLen: only kv_len's end (problems without a causal /
 // window mask or soft cap); kCausal: bottom-right causal without a
@@ -249,12 +251,13 @@ template <>
 constexpr int64_t kWideMaskedMinRows<64> = 6144;
 
 // Problems without a mask at contiguous D = 128: the 176-key tile (one Q buffer, no unit
-// fusion) or the narrow fused one (two Q buffers; the runtime-mask kernel, whose full tiles
-// skip the mask), whichever a cost per unit says is cheaper for the typical request's keys
-// (typical_request_keys). The cost, in the narrow tile's time per key: a unit's boundary
-// plus its KV tiles, each whole, 172 + 128 a tile on the narrow tile and 225 + 157 a tile
-// on the wide one (176 keys at 0.89 of the narrow cost per key). Fitted to ncu (twenty-
-// seventh session, bf16, B x S = 16k, H = 16, non-causal, wide -> narrow): 512 keys 176.3
+// fusion) or the narrow fused one (two Q buffers; its kernel without masks,
+// kNarrowFoldsMask; the runtime-mask one when the cost was fitted), whichever a cost per
+// unit says is cheaper for the typical request's keys (typical_request_keys). The cost, in
+// the narrow tile's time per key: a unit's boundary plus its KV tiles, each whole, 172 +
+// 128 a tile on the narrow tile and 225 + 157 a tile on the wide one (176 keys at 0.89 of
+// the narrow cost per key). Fitted to ncu (twenty-seventh
+// session, bf16, B x S = 16k, H = 16, non-causal, wide -> narrow): 512 keys 176.3
 // -> 174.3 us, 768 253.8 -> 236.4, 1000 294.9 -> 303.8. Whole tiles make the choice switch
 // back and forth below 1024 keys (768 fills six narrow tiles and four and a third wide
 // ones); from kNarrowUnmaskedMaxKeys, beyond what was measured, the wide tile stays.
