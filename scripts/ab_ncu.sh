@@ -76,6 +76,10 @@ applies() {  # $1: patch; whether it applies to the tree as it is now
 }
 
 variant_stamp=build/.ab_variant_built
+# A fresh machine has no configured build/ (its first ab_ncu call otherwise says only that
+# the build failed).
+[ -f build/build.ninja ] || [ -f build/Makefile ] ||
+  { say "no configured build/: run scripts/device_check.sh build first"; exit 1; }
 # The baseline is the tree as it is: build/ may hold the last call's variant (AB_RESTORE=0).
 rebuild --target _C flashband_python_sources > /tmp/ab_base.log 2>&1 ||
   { say "base: build failed"; grep -E "error" /tmp/ab_base.log | head -5; exit 1; }
