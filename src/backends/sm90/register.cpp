@@ -18,8 +18,8 @@
 // chose it (causal problems without a window or soft cap: short requests on a narrow
 // tile, any length on gathered pages or a wide one; tile_config.h use_causal_kernel), the
 // runtime-mask one otherwise.
-// Paged D = 128 and all D = 256 unmasked keys run a narrow kernel compiled without masks
-// where the plan takes the narrow tile (tile_config.h kNarrowFoldsMask).
+// D = 128 and D = 256 unmasked keys run a narrow kernel compiled without masks where the
+// plan takes the narrow tile (tile_config.h kNarrowFoldsMask).
 // Decode is not registered: the sm80 backend's decode kernel serves it.
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"

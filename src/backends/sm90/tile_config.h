@@ -144,7 +144,8 @@ constexpr bool kWideMasked<64> = true;
 // 128 -1.7 / -1.9%. Contiguous D = 128 short keys ran the runtime-mask kernel, with the
 // soft cap's code, from the twenty-eighth session to the thirty-third; their own kernel
 // measured 512 -1.3%, 768 -1.0%, 896 -1.6% (thirty-fourth session, ncu, bf16), and 1000
-// keys, which take the 176-key tile under both, +0.2%.
+// keys, which take the 176-key tile under both, +0.2%. kPaged no longer decides; it keeps
+// the call sites' shape, as has_causal_kernel's parameter does.
 template <int kHeadDim, bool kPaged>
 constexpr bool kNarrowFoldsMask = kHeadDim == 128 || kHeadDim == 256;
 
