@@ -191,7 +191,7 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // first with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
 // 512 causal 146.7 -> 140.8 and 149.0 -> 141.4 us, 2k 339.7 -> 331.6 and 340.5 -> 338.4 us, but
 // 4k 586.4 -> 594.6 us and 16k 2.00 -> 2.02 and 2.03 -> 2.08 ms; D = 64 512 227.0 -> 216.7 us,
-// 2k 512.1 -> 495.3 and 516.6 -> 503.3 us (its requests from 6144 rows take the wide tile); D =
+// 2k 512.1 -> 495.3 and 516.6 -> 503.3 us (its longer requests take the wide tile); D =
 // 256's 80-key tile 303.4 -> 303.3 us at 2k (both with the soft cap's code), so it had none
 // then. Paged, D = 128 2k causal: pages of 16 386.4 -> 382.4 us, 1 387.3 -> 385.0, 128 364.2 ->
 // 351.5; 512 page 16 164.6 -> 159.6; D = 64 2k page 16 560.2 -> 556.9.
@@ -217,7 +217,7 @@ constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
 // 4k and 16k lost); without it (twenty-eighth session, same probes, limit lifted against
 // 2048) D = 128 4k causal 567.1 -> 545.6 us, 8k 1.06 -> 1.03 ms, D = 64 4k 855.7 -> 828.2
 // us, but 16k 2.03 -> 2.07 ms. D = 64 requests from kWideMaskedMinRows take the 192-row
-// tile, so this limit reaches D = 128 and paged D = 256 alone beyond 6144. It is a limit
+// tile, so this limit reaches D = 128 and paged D = 256 alone beyond that. It is a limit
 // for the narrow tiles on contiguous K/V and TMA pages: the wide tiles' causal-only kernels
 // have none, and neither do gathered pages (thirtieth session, ncu, S = 16k causal, limit
 // 8192 against lifted: D = 128 page 16 2.24 -> 2.18 ms, D = 256 page 16 1.90 -> 1.88, but
@@ -246,10 +246,17 @@ FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool gathered, 
 // Masked problems take a kWideMasked tile only when the typical request has at least this
 // many query rows (typical_request_rows below): the taller tile's diagonal waste and
 // its fewer units cost short requests more than its softmax overlap gains.
+// D = 64: 6144 from the eighth session (runtime-mask kernels on both tiles: 2k causal 502 ->
+// 516 us, 4k 848 -> 854); with causal-only kernels on both tiles since (sixteenth and
+// twenty-ninth sessions) the 192-row one measured 2k causal 451.0 -> 451.8 us and 4k causal
+// 818.6 -> 789.2 (-3.6%) (thirty-fourth session, ncu, bf16, B x S = 16k, H = 32). 4096
+// since the thirty-fifth: 4k causal 816.7 -> 798.4 us, 4k causal page 16 885.1 -> 862.7,
+// 5k causal 945.9 -> 896.3, 4k causal W = 1023 464.8 -> 462.1 (2k causal, unchanged,
+// 459.2 / 462.0).
 template <int kHeadDim>
 constexpr int64_t kWideMaskedMinRows = 0;
 template <>
-constexpr int64_t kWideMaskedMinRows<64> = 6144;
+constexpr int64_t kWideMaskedMinRows<64> = 4096;
 
 // Problems without a mask at contiguous D = 128: the 176-key tile (one Q buffer, no unit
 // fusion) or the narrow fused one (two Q buffers; its kernel without masks,
