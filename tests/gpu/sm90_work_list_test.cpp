@@ -293,8 +293,9 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_FALSE((kPagedGatherOnly<256, false>));
   EXPECT_FALSE((kPagedGatherOnly<64, true>));  // D = 64's wide tile takes TMA pages too
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
-  // Under a mask it loses at 512-2k causal and gains from 4k (4k -3.6%, 8k-16k 6-8%), so
-  // masked problems take it from 4096 rows per typical request, the other keys at any length.
+  // Under a mask it loses at 512-2k causal and gains from 4k (4k -2-4%, 5k -5%, 8k-16k
+  // 6-8%), so masked problems take it from 4096 rows per typical request, the other keys at
+  // any length.
   for (Storage st : kStorages) {
     EXPECT_TRUE(use_wide_tiles(64, false, st.paged, st.tma, kShort));
     EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 2048));
