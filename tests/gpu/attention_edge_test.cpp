@@ -197,11 +197,11 @@ std::vector<Named> edge_cases() {
     v.push_back({"unmasked_d128", c});
   }
   // sm90 takes the 192-row D = 64 tile under a mask only for long requests (tile_config.h
-  // kWideMaskedMinRows: 4096 rows per typical request): causal, window and both, contiguous
+  // kWideMaskedMinRows: 3072 rows per typical request): causal, window and both, contiguous
   // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (6300 = 32 x 192
-  // + 156, 4225 = 22 x 192 + 1) and short requests beside the long one.
+  // + 156, 3073 = 16 x 192 + 1) and short requests beside the long one.
   v.push_back({"long_masked", make(E::kRagged, {6300, 100}, {6300, 250}, 2, 1, 64, bf16, true)});
-  v.push_back({"long_masked", make(E::kSingle, {4225}, {5000}, 2, 2, 64, f16, false, 300), false, true});
+  v.push_back({"long_masked", make(E::kSingle, {3073}, {3600}, 2, 2, 64, f16, false, 300), false, true});
   // One head: too few 192-row tiles for the GPU, so the causal KV range is split too.
   v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
   // Contiguous causal problems without a window or soft cap take the tile's causal-only
@@ -234,7 +234,7 @@ std::vector<Named> edge_cases() {
   // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
   // above that: D = 128 requests just past the limit, contiguous and on TMA pages (gathered
   // pages have no limit: the page-16 one stays on the causal-only kernel; D = 64's take
-  // the 192-row tile from 4096 rows: long_masked); requests past the old limit of 2048 on
+  // the 192-row tile from 3072 rows: long_masked); requests past the old limit of 2048 on
   // the causal-only kernel, and a window as wide as the keys (normalised away: the
   // causal-only kernel).
   v.push_back({"long_causal", make(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
@@ -427,7 +427,7 @@ std::vector<Named> edge_cases() {
   // Soft cap without a mask: sm90 compiles it into its runtime-mask kernels only, so these
   // run there (tile_config.h compiles_soft_cap): every head dim, contiguous and paged (pages
   // of 16 gathered, of 64 by TMA), with kv_len's last tile partial, and D = 64's 192-row
-  // tile (from 4096 rows). A cap of 5 moves the logits by up to ~10% where a cap of 30
+  // tile (from 3072 rows). A cap of 5 moves the logits by up to ~10% where a cap of 30
   // moves them by under 1%, within bf16's tolerance: a kernel that dropped the cap fails.
   for (int d : {64, 128, 256}) {
     Case c = make(E::kRagged, {150, 33}, {270, 40}, 4, 2, d, d == 128 ? f16 : bf16, false);

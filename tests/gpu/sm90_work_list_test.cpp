@@ -293,13 +293,14 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_FALSE((kPagedGatherOnly<256, false>));
   EXPECT_FALSE((kPagedGatherOnly<64, true>));  // D = 64's wide tile takes TMA pages too
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
-  // Under a mask it loses at 512-2k causal and gains from 4k (4k -2-4%, 5k -5%, 8k-16k
-  // 6-8%), so masked problems take it from 4096 rows per typical request, the other keys at
-  // any length.
+  // Under a mask it loses at 512-2k causal and gains from 3k (3k -10%, 4k -2-4%, 5k -5%,
+  // 8k-16k 6-8%), so masked problems take it from 3072 rows per typical request, the other
+  // keys at any length.
   for (Storage st : kStorages) {
     EXPECT_TRUE(use_wide_tiles(64, false, st.paged, st.tma, kShort));
     EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 2048));
-    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 4095));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 3071));
+    EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 3072));
     EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 4096));
     EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 6144));
     EXPECT_TRUE(wide_tiles_by_shape(64, true, st.paged));
@@ -376,7 +377,7 @@ TEST(Sm90WorkList, PagesByTmaArePowersOfTwoFromTheMinimum) {
 
 // Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a
 // mask takes them, on the tile a masked problem of its length takes: at D = 128 the narrow
-// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 4096
+// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 3072
 // rows only, at D = 256 the 80-key tile from kWideContiguousMinLength rows as a masked
 // problem does.
 TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {

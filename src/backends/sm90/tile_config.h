@@ -252,11 +252,13 @@ FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool gathered, 
 // 818.6 -> 789.2 (-3.6%) (thirty-fourth session, ncu, bf16, B x S = 16k, H = 32). 4096
 // since the thirty-fifth: 4k causal 816.7 -> 798.4 us, 4k causal page 16 885.1 -> 862.7,
 // 5k causal 945.9 -> 896.3, 4k causal W = 1023 464.8 -> 462.1 (2k causal, unchanged,
-// 459.2 / 462.0).
+// 459.2 / 462.0). 3072 since the thirty-sixth: 3k causal 601.0 -> 542.6 us, 3k causal page
+// 16 649.8 -> 579.3, 3.5k causal 664.6 -> 621.9. From 2048 it measured level (2k causal
+// 463.6 -> 465.2, 2.5k 521.9 -> 516.4, 2k page 16 505.1 -> 495.9), so 3072 it stays.
 template <int kHeadDim>
 constexpr int64_t kWideMaskedMinRows = 0;
 template <>
-constexpr int64_t kWideMaskedMinRows<64> = 4096;
+constexpr int64_t kWideMaskedMinRows<64> = 3072;
 
 // Problems without a mask at contiguous D = 128: the 176-key tile (one Q buffer, no unit
 // fusion) or the narrow fused one (two Q buffers; its kernel without masks,
