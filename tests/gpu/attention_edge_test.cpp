@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
 #include "core/mask.h"
 #include "case.h"
@@ -196,11 +197,13 @@ std::vector<Named> edge_cases() {
     c.sm_scale = static_cast<float>(45.0 * case_sm_scale(c));
     v.push_back({"unmasked_d128", c});
   }
-  // sm90 takes the 192-row D = 64 tile under a mask only for long requests (tile_config.h
-  // kWideMaskedMinRows: 3072 rows per typical request): causal, window and both, contiguous
-  // and paged (pages of 16 gathered, of 64 by TMA), with partial last tiles (6300 = 32 x 192
-  // + 156, 3073 = 16 x 192 + 1) and short requests beside the long one.
-  v.push_back({"long_masked", make(E::kRagged, {6300, 100}, {6300, 250}, 2, 1, 64, bf16, true)});
+  // sm90 takes the 192-row D = 64 tile under a mask where its planned makespan beats the
+  // 128-row tile's (plan.cpp wide_masked_pays, on 132 SMs; sm90_facts below checks each
+  // case's tile): causal, window and both, contiguous and paged (pages of 16 gathered, of 64
+  // by TMA), with partial last tiles (6300 = 32 x 192 + 156, 3073 = 16 x 192 + 1, 1700 = 8 x
+  // 192 + 164) and short requests beside the long one (with enough heads for several rounds
+  // of units: with one round the narrow tile's are as long and cheaper).
+  v.push_back({"long_masked", make(E::kRagged, {1700, 100}, {1700, 250}, 24, 2, 64, bf16, true)});
   v.push_back({"long_masked", make(E::kSingle, {3073}, {3600}, 2, 2, 64, f16, false, 300), false, true});
   // One head: too few 192-row tiles for the GPU, so the causal KV range is split too.
   v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
@@ -217,7 +220,7 @@ std::vector<Named> edge_cases() {
     Case c = make(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
     c.page_size = 16;
     v.push_back({"long_masked", c});
-    c = make(E::kPaged, {6200, 7}, {6210, 300}, 2, 1, 64, bf16, true);
+    c = make(E::kPaged, {2100, 7}, {2110, 300}, 16, 2, 64, bf16, true);
     c.page_size = 64;
     v.push_back({"long_masked", c});
     // Paged like contiguous: a second causal case for the causal-only kernel, and a
@@ -234,8 +237,8 @@ std::vector<Named> edge_cases() {
   // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
   // above that: D = 128 requests just past the limit, contiguous and on TMA pages (gathered
   // pages have no limit: the page-16 one stays on the causal-only kernel; D = 64's take
-  // the 192-row tile from 3072 rows: long_masked); requests past the old limit of 2048 on
-  // the causal-only kernel, and a window as wide as the keys (normalised away: the
+  // the 192-row tile where its makespan pays: long_masked); requests past the old limit of
+  // 2048 on the causal-only kernel, and a window as wide as the keys (normalised away: the
   // causal-only kernel).
   v.push_back({"long_causal", make(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
   {
@@ -246,13 +249,15 @@ std::vector<Named> edge_cases() {
     v.push_back({"long_causal", c});
   }
   v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
-  v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 2, 2, 64, f16, true)});
+  // D = 64 with 8 heads: two rounds of 128-row units against one of 192-row ones, as long:
+  // the narrow tile (with 2 heads the wide tile's fewer units would split and take it).
+  v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 8, 2, 64, f16, true)});
   v.push_back({"long_causal", make(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
   {
     Case c = make(E::kPaged, {2100, 30}, {2200, 30}, 2, 1, 128, f16, true);
     c.page_size = 16;
     v.push_back({"long_causal", c});
-    c = make(E::kPaged, {3000}, {3000}, 2, 2, 64, bf16, true);
+    c = make(E::kPaged, {3000}, {3000}, 8, 2, 64, bf16, true);
     c.page_size = 64;
     v.push_back({"long_causal", c});
   }
@@ -427,7 +432,7 @@ std::vector<Named> edge_cases() {
   // Soft cap without a mask: sm90 compiles it into its runtime-mask kernels only, so these
   // run there (tile_config.h compiles_soft_cap): every head dim, contiguous and paged (pages
   // of 16 gathered, of 64 by TMA), with kv_len's last tile partial, and D = 64's 192-row
-  // tile (from 3072 rows). A cap of 5 moves the logits by up to ~10% where a cap of 30
+  // tile (where its makespan pays, as for a mask). A cap of 5 moves the logits by up to ~10% where a cap of 30
   // moves them by under 1%, within bf16's tolerance: a kernel that dropped the cap fails.
   for (int d : {64, 128, 256}) {
     Case c = make(E::kRagged, {150, 33}, {270, 40}, 4, 2, d, d == 128 ? f16 : bf16, false);
@@ -439,7 +444,7 @@ std::vector<Named> edge_cases() {
     v.push_back({"softcap_unmasked", c});
   }
   {
-    Case c = make(E::kRagged, {6200, 50}, {6300, 60}, 2, 1, 64, f16, false);
+    Case c = make(E::kRagged, {2100, 50}, {2200, 60}, 8, 1, 64, f16, false);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap_unmasked", c});
     c = make(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, false);
@@ -575,8 +580,17 @@ Sm90Facts sm90_facts(const Case& c) {
   f.paged = c.entry == EntryPoint::kPaged;
   f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
   f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
-  f.wide = sm90::use_wide_tiles(c.head_dim, f.runtime_mask, f.paged, f.tma_pages,
-                                sm90::tile_rule_length(f.runtime_mask, qo_indptr.data(), kv_lens.data(), batch));
+  // Lengths alone decide the tile (kv_start is not read), on the H200's 132 SMs.
+  sm90::WorkListInput in;
+  in.batch = batch;
+  in.qo_indptr = qo_indptr.data();
+  in.kv_start = qo_indptr.data();
+  in.kv_lens = kv_lens.data();
+  in.causal = c.causal;
+  in.window_left = f.window;
+  in.num_qo_heads = c.num_qo_heads;
+  in.num_sms = 132;
+  f.wide = sm90::plan_wide_tiles(in, c.head_dim, f.runtime_mask, f.paged, f.tma_pages, sm90::kMaxKVSplits);
   return f;
 }
 
@@ -596,7 +610,7 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 // masked wide tiles: D = 64 and 256, contiguous and paged), by the default
 // row limit: the causal-only kernel, and the runtime-mask one (long_causal past the narrow
 // limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D =
-// 64's requests past the limit take the 192-row tile from kWideMaskedMinRows, and the wide
+// 64's requests past the limit take the 192-row tile where its makespan pays, and the wide
 // tiles and gathered pages have no limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   struct Tile {

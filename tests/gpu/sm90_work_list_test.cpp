@@ -293,18 +293,19 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_FALSE((kPagedGatherOnly<256, false>));
   EXPECT_FALSE((kPagedGatherOnly<64, true>));  // D = 64's wide tile takes TMA pages too
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
-  // Under a mask it loses at 512-2k causal and gains from 3k (3k -10%, 4k -2-4%, 5k -5%,
-  // 8k-16k 6-8%), so masked problems take it from 3072 rows per typical request, the other
-  // keys at any length.
+  // Under a mask it loses at 512 causal and from 1024 rows per typical request the plan
+  // weighs the two tiles' makespans (wide_masked_pays; MaskedD64TileByMakespan below); the
+  // other keys take it at any length.
   for (Storage st : kStorages) {
     EXPECT_TRUE(use_wide_tiles(64, false, st.paged, st.tma, kShort));
-    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 2048));
-    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 3071));
-    EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 3072));
-    EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 4096));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 512));
+    EXPECT_FALSE(use_wide_tiles(64, true, st.paged, st.tma, 1023));
+    EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 1024));
     EXPECT_TRUE(use_wide_tiles(64, true, st.paged, st.tma, 6144));
     EXPECT_TRUE(wide_tiles_by_shape(64, true, st.paged));
   }
+  EXPECT_GT(wide_masked_step_cost(64), 1000);
+  for (int D : {128, 256}) EXPECT_EQ(wide_masked_step_cost(D), 0) << D;  // by length alone
   EXPECT_EQ(tile_shape(64, true).block_m, 192);
   EXPECT_EQ(tile_shape(64, true).block_n, 128);
   EXPECT_EQ(tile_shape(64, false).block_m, 128);
@@ -314,6 +315,76 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
 // 256's, causal without a window or soft cap, up to the row limit on contiguous K/V and
 // TMA pages and at any length on gathered pages, and the masked wide tiles at any length;
 // every other problem keeps the runtime-mask kernel.
+// Masked D = 64 from kWideMaskedMinRows: the 192-row tile where its planned makespan, each
+// KV step at wide_masked_step_cost, is the lower; checked on the shapes whose ncu ratios the
+// cost was fitted to (B x S = 16k, 32 heads, 132 SMs) and on shapes the rule turns around.
+TEST(Sm90WorkList, MaskedD64TileByMakespan) {
+  auto pays = [](int S, int heads, bool causal, int window, int max_splits = kMaxKVSplits, int batch = 0) {
+    Batch b;
+    for (int i = 0, n = batch > 0 ? batch : 16384 / S; i < n; ++i) b.add(S, S);
+    WorkListInput in = b.input();
+    in.causal = causal;
+    in.window_left = window;
+    in.num_qo_heads = heads;
+    in.num_sms = 132;
+    return wide_masked_pays(in, 64, max_splits);
+  };
+  // Measured wide / narrow (ncu): 3k causal 0.90, 3.5k 0.94, 5k 0.95, 4k W = 1023 0.99.
+  EXPECT_TRUE(pays(3072, 32, true, -1));
+  EXPECT_TRUE(pays(3584, 32, true, -1));
+  EXPECT_TRUE(pays(5120, 32, true, -1));
+  EXPECT_TRUE(pays(16384, 32, true, -1));
+  EXPECT_FALSE(pays(1024, 32, true, -1));
+  EXPECT_FALSE(pays(2560, 32, true, -1));  // measured 0.99: the model's 1.00 keeps narrow
+  // A narrow band leaves a unit few KV steps: the taller tile's cost per step weighs more.
+  EXPECT_FALSE(pays(4096, 32, true, 255));
+  EXPECT_FALSE(pays(16384, 32, true, 511));
+  EXPECT_TRUE(pays(16384, 32, true, 4095));
+  // One round of units (no splits: a plan without a workspace): the narrow tile's longest
+  // unit is as long and its steps cheaper. With splits, the wide tile's fewer units are
+  // split in two (the narrow tile's fill the GPU unsplit) and finish first.
+  EXPECT_FALSE(pays(6300, 2, true, -1, 1, 1));
+  EXPECT_TRUE(pays(6300, 2, true, -1, kMaxKVSplits, 1));
+  // plan_wide_tiles: use_wide_tiles first (the 64-row limit), then the makespans; other
+  // head dims and unmasked problems by use_wide_tiles alone.
+  Batch b;
+  for (int i = 0; i < 16384 / 4096; ++i) b.add(4096, 4096);
+  WorkListInput in = b.input();
+  in.causal = true;
+  in.window_left = 255;
+  in.num_qo_heads = 32;
+  in.num_sms = 132;
+  EXPECT_TRUE(use_wide_tiles(64, true, false, false, 4096));
+  EXPECT_FALSE(plan_wide_tiles(in, 64, true, false, false, kMaxKVSplits));
+  EXPECT_TRUE(plan_wide_tiles(in, 64, false, false, false, kMaxKVSplits));  // unmasked
+  in.window_left = -1;
+  EXPECT_TRUE(plan_wide_tiles(in, 64, true, false, false, kMaxKVSplits));
+  EXPECT_TRUE(plan_wide_tiles(in, 256, true, false, false, kMaxKVSplits));  // 80 keys from 4096
+  EXPECT_FALSE(plan_wide_tiles(in, 128, true, false, false, kMaxKVSplits));
+}
+
+// planned_makespan is snake_makespan of the plan's list, with the splits the plan takes.
+TEST(Sm90WorkList, PlannedMakespanIsThePlansList) {
+  Batch b;
+  b.add(6300, 6400);
+  WorkListInput in = b.input();
+  in.causal = true;
+  in.block_m = 192;
+  in.block_n = 128;
+  in.num_qo_heads = 1;
+  in.num_sms = 132;
+  const int splits = choose_num_splits(33, max_kv_tiles(in), 132, kMaxKVSplits, kMinKVTilesPerSplit);
+  EXPECT_GT(splits, 1);
+  in.num_splits = splits;
+  const std::vector<WorkItem> items = build_work_list(in);
+  const int64_t units = static_cast<int64_t>(items.size());
+  EXPECT_EQ(planned_makespan(in, kMaxKVSplits, kMinKVTilesPerSplit),
+            snake_makespan(items, 1, static_cast<int>(std::min<int64_t>(units, 132))));
+  in.num_splits = 1;
+  EXPECT_EQ(planned_makespan(in, 1, kMinKVTilesPerSplit), snake_makespan(build_work_list(in), 1, 33));
+  EXPECT_GT(planned_makespan(in, 1, kMinKVTilesPerSplit), planned_makespan(in, kMaxKVSplits, kMinKVTilesPerSplit));
+}
+
 TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   constexpr int64_t kMax = kCausalKernelMaxRows;
   for (int D : {64, 128})
@@ -377,8 +448,8 @@ TEST(Sm90WorkList, PagesByTmaArePowersOfTwoFromTheMinimum) {
 
 // Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a
 // mask takes them, on the tile a masked problem of its length takes: at D = 128 the narrow
-// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 3072
-// rows only, at D = 256 the 80-key tile from kWideContiguousMinLength rows as a masked
+// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 1024
+// rows where its makespan pays, at D = 256 the 80-key tile from kWideContiguousMinLength rows as a masked
 // problem does.
 TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
   EXPECT_TRUE(compiles_soft_cap(MaskKind::kAny));

@@ -57,6 +57,22 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   return indices + work + partial_bytes(row_splits, head_dim);
 }
 
+bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
+  auto makespan = [&](bool wide) {
+    const TileShape t = tile_shape(head_dim, wide);
+    in.block_m = t.block_m;
+    in.block_n = t.block_n;
+    return planned_makespan(in, max_splits, kMinKVTilesPerSplit);
+  };
+  return makespan(true) * wide_masked_step_cost(head_dim) < makespan(false) * 1000;
+}
+
+bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits) {
+  const bool wide = use_wide_tiles(head_dim, masked, paged, tma_pages,
+                                   tile_rule_length(masked, in.qo_indptr, in.kv_lens, in.batch));
+  return wide && masked && wide_masked_step_cost(head_dim) > 0 ? wide_masked_pays(in, head_dim, max_splits) : wide;
+}
+
 int64_t parse_causal_kernel_max_rows(const char* env) {
   if (env == nullptr) return kCausalKernelMaxRows;
   char* end = nullptr;
@@ -87,26 +103,9 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   const bool runtime_mask =
       sm90::takes_runtime_mask_kernels(needs_mask, a.logits_soft_cap > 0.0f);
   const bool tma_pages = paged && sm90::pages_by_tma(a.page_size);
-  const bool wide = sm90::use_wide_tiles(
-      a.head_dim, runtime_mask, paged, tma_pages,
-      sm90::tile_rule_length(runtime_mask, plan.qo_indptr.data(), plan.kv_lens.data(), plan.batch));
-  const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
-  if (tile.block_m == 0)
-    throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
-                                             " (supports 64, 128, 256)");
   const int B = plan.batch;
   const int H = a.num_qo_heads;
-
-  auto state = std::make_shared<sm90::PlanState>();
-  state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
-  state->num_sms = cuda::multiprocessor_count(plan.shape.device_id);
-  state->block_m = tile.block_m;
-  state->block_n = tile.block_n;
-  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !tma_pages, wide, a.causal,
-                                                 a.window_left, a.logits_soft_cap > 0.0f, request_rows,
-                                                 sm90::causal_kernel_max_rows());
-  plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
-  if (state->causal_kernel) plan.variant += "/causal";
+  const int num_sms = cuda::multiprocessor_count(plan.shape.device_id);
 
   sm90::WorkListInput in;
   in.batch = B;
@@ -115,10 +114,30 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.kv_lens = plan.kv_lens.data();
   in.causal = a.causal;
   in.window_left = a.window_left;
+  in.num_qo_heads = H;
+  in.num_sms = num_sms;
+
+  const bool have_workspace = workspace.data != nullptr && workspace.bytes > 0;
+  const bool wide =
+      sm90::plan_wide_tiles(in, a.head_dim, runtime_mask, paged, tma_pages, have_workspace ? sm90::kMaxKVSplits : 1);
+  const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
+  if (tile.block_m == 0)
+    throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
+                                             " (supports 64, 128, 256)");
+
+  auto state = std::make_shared<sm90::PlanState>();
+  state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
+  state->num_sms = num_sms;
+  state->block_m = tile.block_m;
+  state->block_n = tile.block_n;
+  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !tma_pages, wide, a.causal,
+                                                 a.window_left, a.logits_soft_cap > 0.0f, request_rows,
+                                                 sm90::causal_kernel_max_rows());
+  plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
+  if (state->causal_kernel) plan.variant += "/causal";
+
   in.block_m = tile.block_m;
   in.block_n = tile.block_n;
-  in.num_qo_heads = H;
-  in.num_sms = state->num_sms;
   int64_t query_tiles = 0;
   for (int b = 0; b < B; ++b) query_tiles += (plan.qo_indptr[b + 1] - plan.qo_indptr[b] + tile.block_m - 1) / tile.block_m;
 
@@ -129,7 +148,6 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   a.scratch_bytes = 0;
   plan.backend_state = state;
 
-  const bool have_workspace = workspace.data != nullptr && workspace.bytes > 0;
   if (query_tiles == 0) {  // no query rows: run() launches nothing
     a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
     return;

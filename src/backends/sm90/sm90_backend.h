@@ -24,6 +24,18 @@ constexpr int kMaxKVSplits = 32;
 constexpr int kMaxMultiprocessors = 256;  // any Hopper part has fewer
 constexpr int kMinKVTilesPerSplit = 4;    // below this the merge costs more than it saves
 
+// For a masked problem that use_wide_tiles lets take the wide tile at a head dim with a
+// wide_masked_step_cost: whether its planned makespan (work_list.h), each KV step counted at
+// that cost, is below the narrow tile's, each with the KV splits choose_num_splits gives it up
+// to max_splits (1: a plan without a workspace). `in` describes the problem (its block_m,
+// block_n and num_splits are not read).
+bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits);
+
+// Whether plan_sm90 takes the wide tile for the problem `in` describes: use_wide_tiles for
+// its tile_rule_length, then wide_masked_pays where that applies. masked:
+// takes_runtime_mask_kernels; tma_pages: paged K/V whose pages are pages_by_tma.
+bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits);
+
 // Host state of a plan: owned by Plan::backend_state, reached through
 // AttentionParams::work. Everything a launch needs that AttentionParams does not carry.
 struct PlanState {

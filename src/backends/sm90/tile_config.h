@@ -13,7 +13,7 @@
 //   D = 64 kernel (seventh session, ncu, bf16), 16k 6.02 -> 5.34 ms, 2k 830 -> 781 us, page
 //   16 992 -> 884 us, 512 275 -> 275 us, but 2k causal 498 -> 517 us (a 192-row diagonal
 //   tile wastes more of its pairs, and there are fewer units to balance), so masked
-//   problems take it only when their requests are long (kWideMaskedMinRows below).
+//   problems take it only where its schedule finishes first (kWideMaskedStepCost below).
 // - kBlockN: the widest KV tile whose S and O accumulators still fit the registers a
 //   consumer thread gets after setmaxnreg (240 with two consumers): D=64 -> 128 (S 64 + O 32
 //   regs), D=128 -> 128 (S 64 + O 64), D=256 -> 64 (S 32 + O 128). The narrow tiles use only
@@ -50,9 +50,9 @@ namespace flashband::sm90 {
 // kWide: the tile of contiguous K/V: for problems without a causal / window mask or a soft cap
 // (registry keys needs_mask = soft_cap = false; "masked" in this file includes a soft cap,
 // takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below), where the only
-// partial tile is at kv_len's end, and for masked problems too at D = 256 and, with long
-// requests, at D = 64 (kWideMasked, kWideMaskedMinRows below); at D = 256 only from
-// kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
+// partial tile is at kv_len's end, and for masked problems too at D = 256 and, where its
+// schedule pays, at D = 64 (kWideMasked, kWideMaskedMinRows, kWideMaskedStepCost below); at
+// D = 256 only from kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
 // wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
 // more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
 // operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows, three
@@ -185,7 +185,7 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // 192 rows and D = 256's 80 keys, contiguous and paged). The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
 // request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
-// at any length), at any length on a wide one (D = 64's only from kWideMaskedMinRows rows);
+// at any length), at any length on a wide one (D = 64's where kWideMaskedStepCost says);
 // the launch follows the plan
 // (register.cpp launch_masked). Measured (sixteenth session, ncu, bf16, B x S = 16k; contiguous
 // first with the mask of every masked kernel fixed to causal, then with these kernels): D = 128
@@ -254,11 +254,27 @@ FB_HD constexpr bool use_causal_kernel(int head_dim, bool paged, bool gathered, 
 // 5k causal 945.9 -> 896.3, 4k causal W = 1023 464.8 -> 462.1 (2k causal, unchanged,
 // 459.2 / 462.0). 3072 since the thirty-sixth: 3k causal 601.0 -> 542.6 us, 3k causal page
 // 16 649.8 -> 579.3, 3.5k causal 664.6 -> 621.9. From 2048 it measured level (2k causal
-// 463.6 -> 465.2, 2.5k 521.9 -> 516.4, 2k page 16 505.1 -> 495.9), so 3072 it stays.
+// 463.6 -> 465.2, 2.5k 521.9 -> 516.4, 2k page 16 505.1 -> 495.9).
+// Those ratios (wide / narrow: 2k 1.00, 2.5k 0.99, 3k 0.90, 3.5k 0.94, 4k 0.98, 5k 0.95,
+// 4k W = 1023 0.99) follow the two tiles' planned makespans (work_list.h) within 2.6%
+// when the 192-row tile's KV step costs 1.32 of the 128-row one's, so from 1024 rows the
+// plan weighs the two schedules (wide_masked_pays, kWideMaskedStepCost); below, where every
+// measurement and the model favour the 128-row tile, it does not.
 template <int kHeadDim>
 constexpr int64_t kWideMaskedMinRows = 0;
 template <>
-constexpr int64_t kWideMaskedMinRows<64> = 3072;
+constexpr int64_t kWideMaskedMinRows<64> = 1024;
+// The wide tile's KV step in thousandths of the narrow tile's, for the head dims whose
+// masked problems choose by makespan (0: by kWideMaskedMinRows alone). Fitted to the seven
+// ratios above (thirty-sixth session): 1.5 rows a step over a 1.136 gain per row.
+template <int kHeadDim>
+constexpr int kWideMaskedStepCost = 0;
+template <>
+constexpr int kWideMaskedStepCost<64> = 1320;
+FB_HD constexpr int wide_masked_step_cost(int head_dim) {
+  return head_dim == 64 ? kWideMaskedStepCost<64> : head_dim == 128 ? kWideMaskedStepCost<128>
+       : head_dim == 256 ? kWideMaskedStepCost<256> : 0;
+}
 
 // Problems without a mask at contiguous D = 128: the 176-key tile (one Q buffer, no unit
 // fusion) or the narrow fused one (two Q buffers; its kernel without masks,

@@ -124,6 +124,17 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in) {
   return ordered;
 }
 
+int64_t planned_makespan(WorkListInput in, int max_splits, int min_tiles_per_split) {
+  int64_t query_tiles = 0;
+  for (int b = 0; b < in.batch; ++b)
+    query_tiles += (in.qo_indptr[b + 1] - in.qo_indptr[b] + in.block_m - 1) / in.block_m;
+  in.num_splits = choose_num_splits(query_tiles * in.num_qo_heads, max_kv_tiles(in), in.num_sms, max_splits,
+                                    min_tiles_per_split);
+  const std::vector<WorkItem> items = build_work_list(in);
+  const int64_t units = static_cast<int64_t>(items.size()) * in.num_qo_heads;
+  return snake_makespan(items, in.num_qo_heads, static_cast<int>(std::min<int64_t>(units, in.num_sms)));
+}
+
 int max_kv_tiles(const WorkListInput& in) {
   int best = 0;
   for (int b = 0; b < in.batch; ++b) {

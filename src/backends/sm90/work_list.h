@@ -73,6 +73,10 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in);
 // end.
 int64_t snake_makespan(const std::vector<WorkItem>& items, int num_qo_heads, int grid);
 
+// snake_makespan of the list build_work_list gives `in` with the KV splits choose_num_splits
+// gives it (in.num_splits is not read), on a grid of min(units, in.num_sms).
+int64_t planned_makespan(WorkListInput in, int max_splits, int min_tiles_per_split);
+
 // Longest KV span (in tiles) over the query tiles of the batch.
 int max_kv_tiles(const WorkListInput& in);
 
