@@ -573,5 +573,55 @@ TEST(Sm90WorkList, SplitsOnlyWhenTheQueryTilesLeaveTheGpuIdle) {
   EXPECT_EQ(choose_num_splits(0, 1000, 132, 32, 4), 1);
 }
 
+// A causal request of one round of units runs as long as its longest unit: splitting every
+// unit's KV span in two halves that, where the wave rule (units, not their lengths) sees
+// most SMs busy and splits nothing.
+TEST(Sm90WorkList, OneRoundCausalProblemsSplitByMakespan) {
+  Batch b;
+  b.add(4096, 4096);
+  WorkListInput in = b.input();
+  in.causal = true;
+  in.block_m = 128;
+  in.block_n = 128;
+  in.num_qo_heads = 4;  // 32 query tiles x 4 heads = 128 units on 132 SMs
+  in.num_sms = 132;
+  const int wave = choose_num_splits(128, max_kv_tiles(in), 132, kMaxKVSplits, kMinKVTilesPerSplit);
+  EXPECT_EQ(wave, 1);
+  auto cost = [&](int s) {
+    WorkListInput x = in;
+    x.num_splits = s;
+    const std::vector<WorkItem> items = build_work_list(x);
+    return snake_makespan(items, 4, static_cast<int>(std::min<int64_t>(items.size() * 4, 132))) +
+           (s > 1 ? kSplitMergeSteps : 0);
+  };
+  const int s = splits_by_makespan(in, wave, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps);
+  EXPECT_EQ(s, 2);
+  EXPECT_LE(cost(s) * 10, cost(1) * 9);  // 18 + 8 KV steps against 33
+  for (int other = 2; other <= kMaxSplitsByMakespan; ++other) EXPECT_LE(cost(s), cost(other)) << other;
+  // What it leaves alone: a merge as dear as the gain, no room for partial states, equal
+  // units (non-causal: the round is as long split or not), several rounds of units, and a
+  // count the wave rule chose above what it would take.
+  EXPECT_EQ(splits_by_makespan(in, wave, kMaxKVSplits, kMinKVTilesPerSplit, 12), 1);
+  EXPECT_EQ(splits_by_makespan(in, wave, 1, kMinKVTilesPerSplit, 4), 1);
+  in.causal = false;
+  EXPECT_EQ(splits_by_makespan(in, wave, kMaxKVSplits, kMinKVTilesPerSplit, 4), 1);
+  in.causal = true;
+  in.num_qo_heads = 16;  // 512 units
+  EXPECT_EQ(splits_by_makespan(in, 1, kMaxKVSplits, kMinKVTilesPerSplit, 4), 1);
+  in.num_qo_heads = 4;
+  EXPECT_EQ(splits_by_makespan(in, 5, kMaxKVSplits, kMinKVTilesPerSplit, 4), 5);
+  // Measured slower split (2048 rows x 8 heads: 11 + 8 steps against 17, 34.0 -> 37.7 us).
+  Batch shorter;
+  shorter.add(2048, 2048);
+  WorkListInput x = shorter.input();
+  x.causal = true;
+  x.block_m = 128;
+  x.block_n = 128;
+  x.num_qo_heads = 8;
+  x.num_sms = 132;
+  EXPECT_EQ(splits_by_makespan(x, 1, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps), 1);
+  EXPECT_EQ(splits_by_makespan(x, 1, kMaxKVSplits, kMinKVTilesPerSplit, 4), 2);  // the first guess split it
+}
+
 }  // namespace
 }  // namespace flashband::sm90

@@ -186,8 +186,11 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
 
   int max_splits = sm90::kMaxKVSplits;
   while (max_splits > 1 && needed(max_splits) > workspace.bytes) --max_splits;
-  const int S = sm90::choose_num_splits(query_tiles * H, sm90::max_kv_tiles(in), state->num_sms, max_splits,
-                                        sm90::kMinKVTilesPerSplit);
+  const int S = sm90::splits_by_makespan(
+      in,
+      sm90::choose_num_splits(query_tiles * H, sm90::max_kv_tiles(in), state->num_sms, max_splits,
+                              sm90::kMinKVTilesPerSplit),
+      max_splits, sm90::kMinKVTilesPerSplit, sm90::kSplitMergeSteps);
   in.num_splits = S;
 
   auto* base = static_cast<unsigned char*>(workspace.data);

@@ -157,4 +157,28 @@ int choose_num_splits(int64_t units, int max_tiles, int num_sms, int max_splits,
   return std::max(1, splits);
 }
 
+int splits_by_makespan(WorkListInput in, int splits, int max_splits, int min_tiles_per_split, int merge_steps) {
+  int64_t query_tiles = 0;
+  for (int b = 0; b < in.batch; ++b)
+    query_tiles += (in.qo_indptr[b + 1] - in.qo_indptr[b] + in.block_m - 1) / in.block_m;
+  const int64_t units = query_tiles * in.num_qo_heads;
+  if (units == 0 || in.num_sms <= 0 || units > 2 * static_cast<int64_t>(in.num_sms)) return splits;
+  auto cost = [&](int s) {
+    in.num_splits = s;
+    const std::vector<WorkItem> items = build_work_list(in);
+    const int64_t n = static_cast<int64_t>(items.size()) * in.num_qo_heads;
+    return snake_makespan(items, in.num_qo_heads, static_cast<int>(std::min<int64_t>(n, in.num_sms))) +
+           (s > 1 ? merge_steps : 0);
+  };
+  const int limit = std::min({kMaxSplitsByMakespan, max_splits, max_kv_tiles(in) / std::max(1, min_tiles_per_split)});
+  const int64_t base = cost(splits);
+  int best = splits;
+  int64_t best_cost = base;
+  for (int s = splits + 1; s <= limit; ++s) {
+    const int64_t c = cost(s);
+    if (c < best_cost) best = s, best_cost = c;
+  }
+  return best_cost * 10 <= base * 9 ? best : splits;
+}
+
 }  // namespace flashband::sm90
