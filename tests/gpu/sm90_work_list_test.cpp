@@ -378,8 +378,11 @@ TEST(Sm90WorkList, PlannedMakespanIsThePlansList) {
   in.num_splits = splits;
   const std::vector<WorkItem> items = build_work_list(in);
   const int64_t units = static_cast<int64_t>(items.size());
+  EXPECT_EQ(query_tile_count(in), 33);
+  EXPECT_EQ(wave_splits(in, kMaxKVSplits, kMinKVTilesPerSplit), splits);
   EXPECT_EQ(planned_makespan(in, kMaxKVSplits, kMinKVTilesPerSplit),
             snake_makespan(items, 1, static_cast<int>(std::min<int64_t>(units, 132))));
+  EXPECT_EQ(makespan_with_splits(in, splits), planned_makespan(in, kMaxKVSplits, kMinKVTilesPerSplit));
   in.num_splits = 1;
   EXPECT_EQ(planned_makespan(in, 1, kMinKVTilesPerSplit), snake_makespan(build_work_list(in), 1, 33));
   EXPECT_GT(planned_makespan(in, 1, kMinKVTilesPerSplit), planned_makespan(in, kMaxKVSplits, kMinKVTilesPerSplit));
@@ -587,13 +590,7 @@ TEST(Sm90WorkList, OneRoundCausalProblemsSplitByMakespan) {
   in.num_sms = 132;
   const int wave = choose_num_splits(128, max_kv_tiles(in), 132, kMaxKVSplits, kMinKVTilesPerSplit);
   EXPECT_EQ(wave, 1);
-  auto cost = [&](int s) {
-    WorkListInput x = in;
-    x.num_splits = s;
-    const std::vector<WorkItem> items = build_work_list(x);
-    return snake_makespan(items, 4, static_cast<int>(std::min<int64_t>(items.size() * 4, 132))) +
-           (s > 1 ? kSplitMergeSteps : 0);
-  };
+  auto cost = [&](int s) { return makespan_with_splits(in, s) + (s > 1 ? kSplitMergeSteps : 0); };
   const int s = splits_by_makespan(in, wave, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps);
   EXPECT_EQ(s, 2);
   EXPECT_LE(cost(s) * 10, cost(1) * 9);  // 18 + 8 KV steps against 33

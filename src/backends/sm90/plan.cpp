@@ -138,8 +138,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
 
   in.block_m = tile.block_m;
   in.block_n = tile.block_n;
-  int64_t query_tiles = 0;
-  for (int b = 0; b < B; ++b) query_tiles += (plan.qo_indptr[b + 1] - plan.qo_indptr[b] + tile.block_m - 1) / tile.block_m;
+  const int64_t query_tiles = sm90::query_tile_count(in);
 
   a.work = state.get();
   a.num_work_items = static_cast<int>(query_tiles);
@@ -186,11 +185,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
 
   int max_splits = sm90::kMaxKVSplits;
   while (max_splits > 1 && needed(max_splits) > workspace.bytes) --max_splits;
-  const int S = sm90::splits_by_makespan(
-      in,
-      sm90::choose_num_splits(query_tiles * H, sm90::max_kv_tiles(in), state->num_sms, max_splits,
-                              sm90::kMinKVTilesPerSplit),
-      max_splits, sm90::kMinKVTilesPerSplit, sm90::kSplitMergeSteps);
+  const int S = sm90::splits_by_makespan(in, sm90::wave_splits(in, max_splits, sm90::kMinKVTilesPerSplit), max_splits,
+                                         sm90::kMinKVTilesPerSplit, sm90::kSplitMergeSteps);
   in.num_splits = S;
 
   auto* base = static_cast<unsigned char*>(workspace.data);

@@ -124,15 +124,27 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in) {
   return ordered;
 }
 
-int64_t planned_makespan(WorkListInput in, int max_splits, int min_tiles_per_split) {
+int64_t query_tile_count(const WorkListInput& in) {
   int64_t query_tiles = 0;
   for (int b = 0; b < in.batch; ++b)
     query_tiles += (in.qo_indptr[b + 1] - in.qo_indptr[b] + in.block_m - 1) / in.block_m;
-  in.num_splits = choose_num_splits(query_tiles * in.num_qo_heads, max_kv_tiles(in), in.num_sms, max_splits,
-                                    min_tiles_per_split);
+  return query_tiles;
+}
+
+int64_t makespan_with_splits(WorkListInput in, int num_splits) {
+  in.num_splits = num_splits;
   const std::vector<WorkItem> items = build_work_list(in);
   const int64_t units = static_cast<int64_t>(items.size()) * in.num_qo_heads;
   return snake_makespan(items, in.num_qo_heads, static_cast<int>(std::min<int64_t>(units, in.num_sms)));
+}
+
+int wave_splits(const WorkListInput& in, int max_splits, int min_tiles_per_split) {
+  return choose_num_splits(query_tile_count(in) * in.num_qo_heads, max_kv_tiles(in), in.num_sms, max_splits,
+                           min_tiles_per_split);
+}
+
+int64_t planned_makespan(const WorkListInput& in, int max_splits, int min_tiles_per_split) {
+  return makespan_with_splits(in, wave_splits(in, max_splits, min_tiles_per_split));
 }
 
 int max_kv_tiles(const WorkListInput& in) {
@@ -157,19 +169,11 @@ int choose_num_splits(int64_t units, int max_tiles, int num_sms, int max_splits,
   return std::max(1, splits);
 }
 
-int splits_by_makespan(WorkListInput in, int splits, int max_splits, int min_tiles_per_split, int merge_steps) {
-  int64_t query_tiles = 0;
-  for (int b = 0; b < in.batch; ++b)
-    query_tiles += (in.qo_indptr[b + 1] - in.qo_indptr[b] + in.block_m - 1) / in.block_m;
-  const int64_t units = query_tiles * in.num_qo_heads;
+int splits_by_makespan(const WorkListInput& in, int splits, int max_splits, int min_tiles_per_split,
+                       int merge_steps) {
+  const int64_t units = query_tile_count(in) * in.num_qo_heads;
   if (units == 0 || in.num_sms <= 0 || units > 2 * static_cast<int64_t>(in.num_sms)) return splits;
-  auto cost = [&](int s) {
-    in.num_splits = s;
-    const std::vector<WorkItem> items = build_work_list(in);
-    const int64_t n = static_cast<int64_t>(items.size()) * in.num_qo_heads;
-    return snake_makespan(items, in.num_qo_heads, static_cast<int>(std::min<int64_t>(n, in.num_sms))) +
-           (s > 1 ? merge_steps : 0);
-  };
+  auto cost = [&](int s) { return makespan_with_splits(in, s) + (s > 1 ? merge_steps : 0); };
   const int limit = std::min({kMaxSplitsByMakespan, max_splits, max_kv_tiles(in) / std::max(1, min_tiles_per_split)});
   const int64_t base = cost(splits);
   int best = splits;

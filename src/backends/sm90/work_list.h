@@ -73,9 +73,16 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in);
 // end.
 int64_t snake_makespan(const std::vector<WorkItem>& items, int num_qo_heads, int grid);
 
-// snake_makespan of the list build_work_list gives `in` with the KV splits choose_num_splits
-// gives it (in.num_splits is not read), on a grid of min(units, in.num_sms).
-int64_t planned_makespan(WorkListInput in, int max_splits, int min_tiles_per_split);
+// Query tiles of the batch at in.block_m rows (work items before KV splits).
+int64_t query_tile_count(const WorkListInput& in);
+
+// snake_makespan of the list build_work_list gives `in` with `num_splits` KV splits (in's
+// own num_splits is not read), on a grid of min(units, in.num_sms).
+int64_t makespan_with_splits(WorkListInput in, int num_splits);
+
+// makespan_with_splits at the wave rule's split count (wave_splits). The plan may split a
+// one-round problem further (splits_by_makespan).
+int64_t planned_makespan(const WorkListInput& in, int max_splits, int min_tiles_per_split);
 
 // Longest KV span (in tiles) over the query tiles of the batch.
 int max_kv_tiles(const WorkListInput& in);
@@ -85,19 +92,23 @@ int max_kv_tiles(const WorkListInput& in);
 // fewer than `min_tiles_per_split` KV tiles per split nor more than `max_splits`.
 int choose_num_splits(int64_t units, int max_tiles, int num_sms, int max_splits, int min_tiles_per_split = 4);
 
+// choose_num_splits for `in`'s units (query tiles x heads), longest span and in.num_sms.
+int wave_splits(const WorkListInput& in, int max_splits, int min_tiles_per_split);
+
 // choose_num_splits counts units, not their lengths: a causal batch of one round of units
 // (more than half the multiprocessors) runs as long as its longest unit, however short the
 // rest. For problems of at most two rounds this weighs the split counts from `splits` (the
 // wave rule's) to kMaxSplitsByMakespan (at least min_tiles_per_split KV tiles a split, at
-// most max_splits) by snake_makespan of the list each gives plus merge_steps for the merge
-// that follows a split run, and returns the cheapest where it is at least 10% below
-// `splits`'s cost, else `splits`: it only ever splits more. in.num_splits is not read.
+// most max_splits) by makespan_with_splits plus merge_steps for the merge that follows a
+// split run, and returns the cheapest where it is at least 10% below `splits`'s cost, else
+// `splits`: it only ever splits more. in.num_splits is not read.
 constexpr int kMaxSplitsByMakespan = 8;
 // The merge launch that follows a split run, in KV steps of the run. Fitted by whole-call
 // time (H200, D = 128 causal, 16k query rows x heads): 4096 x 4 heads 57.7 -> 48.3 us and
 // 16k x 1 202.1 -> 123.5 at two splits give 1.41 us a step and 11.8 us for the merge (8.4
 // steps), which also predicts 2048 x 8's loss at two splits (34.0 -> 37.7, model 37.3).
 constexpr int kSplitMergeSteps = 8;
-int splits_by_makespan(WorkListInput in, int splits, int max_splits, int min_tiles_per_split, int merge_steps);
+int splits_by_makespan(const WorkListInput& in, int splits, int max_splits, int min_tiles_per_split,
+                       int merge_steps);
 
 }  // namespace flashband::sm90
