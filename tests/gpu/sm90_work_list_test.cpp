@@ -53,6 +53,18 @@ struct Batch {
   }
 };
 
+// One causal request on 132 SMs (128-key tiles): the planner's makespan tests' problem.
+WorkListInput causal_request(Batch& b, int qo_len, int kv_len, int block_m, int num_qo_heads) {
+  b.add(qo_len, kv_len);
+  WorkListInput in = b.input();
+  in.causal = true;
+  in.block_m = block_m;
+  in.block_n = 128;
+  in.num_qo_heads = num_qo_heads;
+  in.num_sms = 132;
+  return in;
+}
+
 // For every 64-row slab of query tile `m_block`: tiles classified hidden have no visible
 // pair, full tiles only visible pairs, partial tiles follow row_kv_range; and every visible
 // key lies inside `span`.
@@ -366,13 +378,7 @@ TEST(Sm90WorkList, MaskedD64TileByMakespan) {
 // planned_makespan is snake_makespan of the plan's list, with the splits the plan takes.
 TEST(Sm90WorkList, PlannedMakespanIsThePlansList) {
   Batch b;
-  b.add(6300, 6400);
-  WorkListInput in = b.input();
-  in.causal = true;
-  in.block_m = 192;
-  in.block_n = 128;
-  in.num_qo_heads = 1;
-  in.num_sms = 132;
+  WorkListInput in = causal_request(b, 6300, 6400, 192, 1);
   const int splits = choose_num_splits(33, max_kv_tiles(in), 132, kMaxKVSplits, kMinKVTilesPerSplit);
   EXPECT_GT(splits, 1);
   in.num_splits = splits;
@@ -581,13 +587,7 @@ TEST(Sm90WorkList, SplitsOnlyWhenTheQueryTilesLeaveTheGpuIdle) {
 // most SMs busy and splits nothing.
 TEST(Sm90WorkList, OneRoundCausalProblemsSplitByMakespan) {
   Batch b;
-  b.add(4096, 4096);
-  WorkListInput in = b.input();
-  in.causal = true;
-  in.block_m = 128;
-  in.block_n = 128;
-  in.num_qo_heads = 4;  // 32 query tiles x 4 heads = 128 units on 132 SMs
-  in.num_sms = 132;
+  WorkListInput in = causal_request(b, 4096, 4096, 128, 4);  // 32 query tiles x 4 heads: 128 units
   const int wave = choose_num_splits(128, max_kv_tiles(in), 132, kMaxKVSplits, kMinKVTilesPerSplit);
   EXPECT_EQ(wave, 1);
   auto cost = [&](int s) { return makespan_with_splits(in, s) + (s > 1 ? kSplitMergeSteps : 0); };
@@ -609,13 +609,7 @@ TEST(Sm90WorkList, OneRoundCausalProblemsSplitByMakespan) {
   EXPECT_EQ(splits_by_makespan(in, 5, kMaxKVSplits, kMinKVTilesPerSplit, 4), 5);
   // Measured slower split (2048 rows x 8 heads: 11 + 8 steps against 17, 34.0 -> 37.7 us).
   Batch shorter;
-  shorter.add(2048, 2048);
-  WorkListInput x = shorter.input();
-  x.causal = true;
-  x.block_m = 128;
-  x.block_n = 128;
-  x.num_qo_heads = 8;
-  x.num_sms = 132;
+  const WorkListInput x = causal_request(shorter, 2048, 2048, 128, 8);
   EXPECT_EQ(splits_by_makespan(x, 1, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps), 1);
   EXPECT_EQ(splits_by_makespan(x, 1, kMaxKVSplits, kMinKVTilesPerSplit, 4), 2);  // the first guess split it
 }
