@@ -47,7 +47,9 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
   const std::size_t indices = 3 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up(b * sizeof(int32_t));
   // Unsplit: one item per query tile (one extra per request for ragged ends). Split: the
-  // planner keeps items x heads x splits within one wave of multiprocessors.
+  // wave rule keeps items x heads x splits within one wave of multiprocessors;
+  // splits_by_makespan may want more for one or two rounds of units, and plan_sm90 lowers
+  // its split limit to what the workspace holds.
   const int64_t unsplit_items = max_qo_tokens / min_block_m + static_cast<int64_t>(b);
   const int64_t items = std::max<int64_t>(unsplit_items, kMaxMultiprocessors);
   const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
