@@ -30,7 +30,7 @@ def visible_pairs(qo_len: int, kv_len: int, causal: bool, window_left: int) -> i
 
 @dataclasses.dataclass
 class Case:
-    section: str                 # dense | window | chunk | paged | decode
+    section: str                 # dense | window | chunk | paged | decode | prompt
     name: str                    # unique, human-readable
     batch: int
     qo_len: int                  # per request
@@ -150,7 +150,19 @@ def decode(quick: bool) -> List[Case]:
             for kv in lens for b in batches]
 
 
-SECTIONS = {"dense": dense, "window": window, "chunk": chunk, "paged": paged, "decode": decode}
+def prompt(quick: bool) -> List[Case]:
+    """One long causal prompt over few heads, as a GPU holds it under tensor parallelism
+    (S x H = 16k rows x heads, D = 128): too few query tiles to fill the GPU twice, so how
+    the longest ones are scheduled (split-KV) decides the time. Last in the run: a time
+    budget spent early skips it before BENCH.md's sections."""
+    lens = [4096] if quick else [2048, 4096, 8192, 16384]
+    return [Case("prompt", f"prompt S={s} H={TOKENS // s}", 1, s, s, TOKENS // s, TOKENS // s, 128, True,
+                 plot=dict(S=s, H=TOKENS // s))
+            for s in lens]
+
+
+SECTIONS = {"dense": dense, "window": window, "chunk": chunk, "paged": paged, "decode": decode,
+            "prompt": prompt}
 
 
 def matrix(quick: bool, sections: Optional[List[str]] = None) -> List[Case]:

@@ -303,17 +303,21 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
         ("5. Decode", "Hq = 32, Hk = 8, D = 128, page size 16, TB/s of Q, K, V, O moved once. "
          "Peers read the same pages as one contiguous KV.",
          _section_table(results, "decode", ["B", "kv"], notes, _decode_extra(results))),
-        ("6. Against the issues' targets", "Each flashband backend alone against the peer the "
+        ("6. One long prompt, few heads", "A single causal request of S tokens over H = 16k / S "
+         "heads (Hk = H), D = 128, as one GPU holds it under tensor parallelism, TFLOP/s: too few "
+         "query tiles to fill the GPU twice, so the schedule of the longest ones decides.",
+         _section_table(results, "prompt", ["S", "H"], notes)),
+        ("7. Against the issues' targets", "Each flashband backend alone against the peer the "
          "issue names, in this run (`bench/targets.py`): cuDNN is the faster of flashband's "
          "cuDNN graph and SDPA's; band share: time with the window over (visible-pair share x "
          "time without it).", _targets(results)),
-        ("7. Problems measured twice", "Shapes that two or three sections share" + (
+        ("8. Problems measured twice", "Shapes that two or three sections share" + (
              ", and the paged section's two ragged readings of each shape" if bracketed else "") +
          " (same problem, same entry point), TFLOP/s: each implementation's lowest and highest "
          "trusted reading in this run and how far apart they are, the run's own noise (" + (
-             "the window ratios of sections 2 and 6 divide by one such reading, the paged ratios "
-             "of sections 4 and 6 by the mean of the paged section's two). " if bracketed else
-             "the ratios of sections 2, 4 and 6 divide by one such reading). ")
+             "the window ratios of sections 2 and 7 divide by one such reading, the paged ratios "
+             "of sections 4 and 7 by the mean of the paged section's two). " if bracketed else
+             "the ratios of sections 2, 4 and 7 divide by one such reading). ")
          + _repeats_note(results),
          _repeats_table(results)),
     ]

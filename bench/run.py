@@ -176,7 +176,7 @@ def run_benchmark(args) -> int:
         torch.cuda.empty_cache()
         write_json(json_path, results)
 
-    # "settled": what was measured again, or why nothing was (report.py words section 7 by it)
+    # "settled": what was measured again, or why nothing was (report.py words section 8 by it)
     if aborted:
         results["meta"]["settled"] = "the run was aborted"
     elif over_budget():

@@ -19,7 +19,8 @@ def test_selftest_renders_every_section(tmp_path):
     subprocess.run([sys.executable, str(RUN), "--selftest", "--out", str(tmp_path)], check=True,
                    capture_output=True)
     md = (tmp_path / "benchmarks.md").read_text()
-    for title in ("Dense prefill", "Sliding window", "Chunked prefill", "Paged KV", "Decode"):
+    for title in ("Dense prefill", "Sliding window", "Chunked prefill", "Paged KV", "Decode",
+                  "One long prompt, few heads"):
         assert title in md
     assert "best flashband / best peer" in md and "[^1]:" in md  # ratios and error footnotes
     assert (tmp_path / "results.json").stat().st_size > 0
@@ -292,4 +293,4 @@ def test_the_page_says_what_paged_ratios_divide_by():
     # a results file from before the second ragged reading renders as it did
     older = dict(bracketed, cases=[c for c in bracketed["cases"] if not c["plot"].get("again")])
     md = report.markdown(older, [])
-    assert "ragged again" not in md and "the ratios of sections 2, 4 and 6 divide by one" in md
+    assert "ragged again" not in md and "the ratios of sections 2, 4 and 7 divide by one" in md
