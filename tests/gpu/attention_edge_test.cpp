@@ -9,6 +9,8 @@
 #include <tuple>
 #include <vector>
 
+#include <cuda_runtime.h>
+#include "backends/cuda/device_info.h"
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
 #include "core/mask.h"
@@ -568,7 +570,10 @@ struct Sm90Facts {
   bool runtime_mask;  // takes_runtime_mask_kernels
   bool wide;
 };
-Sm90Facts sm90_facts(const Case& c) {
+// The coverage checks below judge the cases on the H200's 132 SMs; a run on the GPU
+// expects the tile its own SM count gives (device_sms), as the plan does.
+constexpr int kCoverageSms = 132;
+Sm90Facts sm90_facts(const Case& c, int num_sms = kCoverageSms) {
   std::vector<int32_t> qo_indptr = {0};
   for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
   const std::vector<int32_t> kv_lens(c.kv_lens.begin(), c.kv_lens.end());
@@ -580,7 +585,7 @@ Sm90Facts sm90_facts(const Case& c) {
   f.paged = c.entry == EntryPoint::kPaged;
   f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
   f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
-  // Lengths alone decide the tile (kv_start is not read), on the H200's 132 SMs.
+  // Lengths, heads and the SM count decide the tile (kv_start is not read).
   sm90::WorkListInput in;
   in.batch = batch;
   in.qo_indptr = qo_indptr.data();
@@ -589,18 +594,21 @@ Sm90Facts sm90_facts(const Case& c) {
   in.causal = c.causal;
   in.window_left = f.window;
   in.num_qo_heads = c.num_qo_heads;
-  in.num_sms = 132;
+  in.num_sms = num_sms;
   f.wide = sm90::plan_wide_tiles(in, c.head_dim, f.runtime_mask, f.paged, f.tma_pages, sm90::kMaxKVSplits);
   return f;
 }
 
 // The tile sm90's planner takes for a case.
-sm90::TileShape sm90_tile(const Case& c) { return sm90::tile_shape(c.head_dim, sm90_facts(c).wide); }
+sm90::TileShape sm90_tile(const Case& c, int num_sms = kCoverageSms) {
+  return sm90::tile_shape(c.head_dim, sm90_facts(c, num_sms).wide);
+}
 
 // Whether sm90's plan runs a case on the causal-only kernel, by the plan's row limit or
 // another.
-bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows()) {
-  const Sm90Facts f = sm90_facts(c);
+bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_max_rows(),
+                        int num_sms = kCoverageSms) {
+  const Sm90Facts f = sm90_facts(c, num_sms);
   return sm90::use_causal_kernel(c.head_dim, f.paged, f.paged && !f.tma_pages, f.wide, c.causal, f.window,
                                  c.logits_soft_cap > 0.0f, f.rows, max_rows);
 }
@@ -738,6 +746,13 @@ void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.n
 
 class GpuEdge : public ::testing::TestWithParam<std::tuple<Backend, Named>> {};
 
+// The SM count sm90's plan reads on this machine (the current device's).
+int device_sms() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+  return cuda::multiprocessor_count(device);
+}
+
 TEST_P(GpuEdge, MatchesOracle) {
   FB_SKIP_WITHOUT_CUDA();
   const Named& n = std::get<1>(GetParam());
@@ -764,10 +779,13 @@ TEST_P(GpuEdge, MatchesOracle) {
   if (n.expect_split_sm90 && c.backend == Backend::kSM90) EXPECT_GT(r.info.num_kv_splits, 1);
   // sm90 names the tile it ran (the plan picks it by shape for masked D = 64).
   if (c.backend == Backend::kSM90 && c.entry != EntryPoint::kDecode) {
-    const sm90::TileShape t = sm90_tile(n.c);
+    const int sms = device_sms();
+    const sm90::TileShape t = sm90_tile(n.c, sms);
     const std::string tile = "/tile" + std::to_string(t.block_m) + "x" + std::to_string(t.block_n);
     EXPECT_NE(r.info.variant.find(tile), std::string::npos) << r.info.variant << " ran, expected " << tile;
-    EXPECT_EQ(r.info.variant.find("/causal") != std::string::npos, sm90_causal_kernel(n.c)) << r.info.variant;
+    EXPECT_EQ(r.info.variant.find("/causal") != std::string::npos,
+              sm90_causal_kernel(n.c, sm90::causal_kernel_max_rows(), sms))
+        << r.info.variant;
   }
 }
 

@@ -375,7 +375,8 @@ TEST(Sm90WorkList, MaskedD64TileByMakespan) {
   EXPECT_FALSE(plan_wide_tiles(in, 128, true, false, false, kMaxKVSplits));
 }
 
-// planned_makespan is snake_makespan of the plan's list, with the splits the plan takes.
+// planned_makespan is snake_makespan of the plan's list at the wave rule's split count
+// (the plan itself may split a one-round problem further: splits_by_makespan).
 TEST(Sm90WorkList, PlannedMakespanIsThePlansList) {
   Batch b;
   WorkListInput in = causal_request(b, 6300, 6400, 192, 1);

@@ -216,8 +216,9 @@ constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
 // The limit was 2048 while these kernels carried the soft cap's code (sixteenth session:
 // 4k and 16k lost); without it (twenty-eighth session, same probes, limit lifted against
 // 2048) D = 128 4k causal 567.1 -> 545.6 us, 8k 1.06 -> 1.03 ms, D = 64 4k 855.7 -> 828.2
-// us, but 16k 2.03 -> 2.07 ms. D = 64 requests from kWideMaskedMinRows take the 192-row
-// tile, so this limit reaches D = 128 and paged D = 256 alone beyond that. It is a limit
+// us, but 16k 2.03 -> 2.07 ms. Long D = 64 requests mostly take the 192-row tile
+// (wide_masked_pays), but not all (a single request over few heads: 16k rows x 1 head), so
+// this limit reaches D = 64 beside D = 128 and paged D = 256. It is a limit
 // for the narrow tiles on contiguous K/V and TMA pages: the wide tiles' causal-only kernels
 // have none, and neither do gathered pages (thirtieth session, ncu, S = 16k causal, limit
 // 8192 against lifted: D = 128 page 16 2.24 -> 2.18 ms, D = 256 page 16 1.90 -> 1.88, but
