@@ -15,13 +15,17 @@ namespace flashband::cuda {
 
 namespace {
 
+// Lanes a (token, head) row is spread over: 64 gives every head dim up to 256 one pass of
+// 4-element chunks, so a lane loads each state once.
+constexpr int kMaxLanesPerRow = 64;
+
 struct MergeArgs {
   StateSet sets[2];
   int num_sets;
   int64_t rows;  // n * H
   int num_heads;
   int head_dim;
-  int lanes_per_row;  // a power of two <= 32
+  int lanes_per_row;  // a power of two <= kMaxLanesPerRow
   MergeTarget out;
 };
 
@@ -71,15 +75,23 @@ __device__ __forceinline__ void Vec<__nv_bfloat16, 4>::store(__nv_bfloat16* p) c
       make_uint2(pack2<__nv_bfloat16>(x[0], x[1]), pack2<__nv_bfloat16>(x[2], x[3]));
 }
 
+// States a lane loads before folding any of them: the fold is a chain of dependent steps,
+// so loading each state only after the previous one is folded (as a branch on its weight
+// would) costs one memory latency a state; a group costs one in all.
+constexpr int kStateGroup = 4;
+
 // kVec = 4 when every address of a chunk is aligned to 4 elements, else 1.
 template <class Tin, class Tout, int kVec>
 __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
   const int lanes = a.lanes_per_row;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / lanes) + threadIdx.x / lanes;
   if (row >= a.rows) return;
-  const int lane = threadIdx.x % lanes;
-  const int64_t i = row / a.num_heads;
-  const int h = static_cast<int>(row % a.num_heads);
+  const int lane = threadIdx.x & (lanes - 1);
+  // 32-bit division where the rows allow it: the 64-bit one is a long instruction sequence.
+  const int64_t i = a.rows <= INT32_MAX ? static_cast<int64_t>(static_cast<uint32_t>(row) /
+                                                                static_cast<uint32_t>(a.num_heads))
+                                        : row / a.num_heads;
+  const int h = static_cast<int>(row - i * a.num_heads);
 
   float lse = core::neg_inf();
   for (int c = lane * kVec; c < a.head_dim; c += lanes * kVec) {
@@ -91,20 +103,32 @@ __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
       const StateSet& st = a.sets[set];
       const Tin* v = static_cast<const Tin*>(st.v) + i * st.v_stride_n + h * st.v_stride_h + c;
       const float* s = st.s + i * st.s_stride_n + h * st.s_stride_h;
-      for (int k = 0; k < st.num_states; ++k) {
-        const core::MergeWeights w = core::merge_weights(lse, s[k * st.s_stride_s]);
-        // A state with weight 0 is skipped, so garbage values behind an empty state (or
-        // an empty accumulator) never turn into NaN.
-        if (w.w_b != 0.0f) {
-          Vec<Tin, kVec> x;
-          x.load(v + k * st.v_stride_s);
+      for (int k0 = 0; k0 < st.num_states; k0 += kStateGroup) {
+        float sk[kStateGroup];
+        Vec<Tin, kVec> x[kStateGroup];
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) acc.x[e] = (w.w_a != 0.0f ? w.w_a * acc.x[e] : 0.0f) + w.w_b * x.x[e];
-        } else if (w.w_a == 0.0f) {
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+        for (int j = 0; j < kStateGroup; ++j) {
+          if (k0 + j < st.num_states) {
+            sk[j] = s[(k0 + j) * st.s_stride_s];
+            x[j].load(v + (k0 + j) * st.v_stride_s);
+          }
         }
-        lse = w.lse;
+#pragma unroll
+        for (int j = 0; j < kStateGroup; ++j) {
+          if (k0 + j >= st.num_states) break;
+          const core::MergeWeights w = core::merge_weights(lse, sk[j]);
+          // A state with weight 0 is not used, so garbage values behind an empty state (or
+          // an empty accumulator) never turn into NaN.
+          if (w.w_b != 0.0f) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              acc.x[e] = (w.w_a != 0.0f ? w.w_a * acc.x[e] : 0.0f) + w.w_b * x[j].x[e];
+          } else if (w.w_a == 0.0f) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+          }
+          lse = w.lse;
+        }
       }
     }
     Vec<Tout, kVec> o;
@@ -138,7 +162,7 @@ bool vectorizable(const MergeArgs& a) {
 
 template <class Tin, class Tout>
 void launch_typed(const MergeArgs& a, cudaStream_t stream) {
-  constexpr int kThreads = 128;
+  constexpr int kThreads = 256;
   const int rows_per_block = kThreads / a.lanes_per_row;
   const int64_t blocks = (a.rows + rows_per_block - 1) / rows_per_block;
   if (vectorizable(a)) {
@@ -203,7 +227,7 @@ void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int 
   if (a.rows == 0) return;
   const int chunks = head_dim / 4 > 0 ? head_dim / 4 : 1;
   a.lanes_per_row = 1;
-  while (a.lanes_per_row < 32 && a.lanes_per_row < chunks) a.lanes_per_row *= 2;
+  while (a.lanes_per_row < kMaxLanesPerRow && a.lanes_per_row < chunks) a.lanes_per_row *= 2;
 
   const auto s = static_cast<cudaStream_t>(stream);
   const DType in = first.dtype, o = out.dtype;
