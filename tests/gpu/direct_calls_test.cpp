@@ -141,7 +141,9 @@ void reference_merge(const std::vector<double>& v, const std::vector<double>& s,
       double sum = 0.0;
       for (int k = 0; k < S; ++k) sum += std::exp2(s[(static_cast<std::size_t>(i) * S + k) * H + h] - m);
       for (int k = 0; k < S; ++k) {
-        const double w = std::exp2(s[(static_cast<std::size_t>(i) * S + k) * H + h] - m) / sum;
+        const double sk = s[(static_cast<std::size_t>(i) * S + k) * H + h];
+        if (sk == -std::numeric_limits<double>::infinity()) continue;  // its values may be NaN
+        const double w = std::exp2(sk - m) / sum;
         for (int d = 0; d < D; ++d)
           v_out[(static_cast<std::size_t>(i) * H + h) * D + d] +=
               w * v[((static_cast<std::size_t>(i) * S + k) * H + h) * D + d];
@@ -153,6 +155,9 @@ void reference_merge(const std::vector<double>& v, const std::vector<double>& s,
 struct MergeCase {
   DType dtype;
   int n, S, H, D;
+  // Empty states hold NaN instead of zeros: the merge loads a state before it knows the
+  // state's weight and must never let an unused value through.
+  bool nan_behind_empty = false;
 };
 
 class GpuMerge : public ::testing::TestWithParam<MergeCase> {};
@@ -169,10 +174,11 @@ void make_states(const MergeCase& mc, std::vector<double>& v, std::vector<double
     const bool empty = i % 5 == 3 || (j * 7) % 11 == 0;
     s[j] = empty ? -std::numeric_limits<double>::infinity() : static_cast<double>(static_cast<float>(4.0 * nd(rng)));
   }
-  // An empty state's values are exact zeros, as the attention kernels write them.
+  // An empty state's values are exact zeros, as the attention kernels write them, or NaN.
+  const double behind_empty = mc.nan_behind_empty ? std::numeric_limits<double>::quiet_NaN() : 0.0;
   for (std::size_t j = 0; j < s.size(); ++j)
     if (std::isinf(s[j]))
-      for (int d = 0; d < mc.D; ++d) v[j * mc.D + d] = 0.0;
+      for (int d = 0; d < mc.D; ++d) v[j * mc.D + d] = behind_empty;
 }
 
 void check_merged(const MergeCase& mc, const std::vector<double>& out, const std::vector<double>& lse,
@@ -248,11 +254,14 @@ INSTANTIATE_TEST_SUITE_P(Merge, GpuMerge,
                          ::testing::Values(MergeCase{DType::kF32, 37, 5, 3, 128}, MergeCase{DType::kF16, 20, 3, 4, 64},
                                            MergeCase{DType::kBF16, 11, 7, 2, 256},
                                            MergeCase{DType::kF32, 9, 2, 3, 6},  // D % 4 != 0: scalar path
+                                           MergeCase{DType::kF32, 37, 5, 3, 128, true},
+                                           MergeCase{DType::kBF16, 13, 9, 2, 64, true},
                                            MergeCase{DType::kF16, 16, 40, 1, 96}),
                          [](const auto& info) {
                            const MergeCase& m = info.param;
                            return std::string(dtype_name(m.dtype)) + "_n" + std::to_string(m.n) + "_s" +
-                                  std::to_string(m.S) + "_h" + std::to_string(m.H) + "_d" + std::to_string(m.D);
+                                  std::to_string(m.S) + "_h" + std::to_string(m.H) + "_d" + std::to_string(m.D) +
+                                  (m.nan_behind_empty ? "_nan" : "");
                          });
 
 }  // namespace
