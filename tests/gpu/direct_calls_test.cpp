@@ -256,6 +256,9 @@ INSTANTIATE_TEST_SUITE_P(Merge, GpuMerge,
                                            MergeCase{DType::kF32, 9, 2, 3, 6},  // D % 4 != 0: scalar path
                                            MergeCase{DType::kF32, 37, 5, 3, 128, true},
                                            MergeCase{DType::kBF16, 13, 9, 2, 64, true},
+                                           MergeCase{DType::kBF16, 11, 7, 2, 256, true},  // 64 lanes a row
+                                           MergeCase{DType::kF32, 9, 3, 3, 6, true},      // scalar path
+                                           MergeCase{DType::kF16, 16, 40, 1, 96, true},
                                            MergeCase{DType::kF16, 16, 40, 1, 96}),
                          [](const auto& info) {
                            const MergeCase& m = info.param;

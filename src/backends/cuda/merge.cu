@@ -16,7 +16,7 @@ namespace flashband::cuda {
 namespace {
 
 // Lanes a (token, head) row is spread over: 64 gives every head dim up to 256 one pass of
-// 4-element chunks, so a lane loads each state once.
+// 4-element chunks on the vector path, so a lane loads each state once.
 constexpr int kMaxLanesPerRow = 64;
 
 struct MergeArgs {
