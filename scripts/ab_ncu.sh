@@ -4,7 +4,8 @@
 # benchmark's boost-clock runs). Each variant is a patch (`git diff` output) applied to the
 # tree, rebuilt incrementally, probed, and reverted; the baseline is the tree as it is.
 #   scripts/ab_ncu.sh "--seq 512" "--page 16" -- variants/a.patch variants/b.patch
-# Prints one row per probe: the baseline's duration, then each variant's.
+# Prints one row per probe: the baseline's duration, then each variant's. A probe written
+# "time:ARGS" is the whole call's time instead (measure_time below).
 # A variant written env:NAME=VALUE is no patch but an environment setting for its probes (a
 # runtime knob such as FLASHBAND_SM90_CAUSAL_MAX_ROWS=0): no rebuild, and never kept.
 # With --keep first, the variants that win are then applied together (best first, skipping
@@ -34,8 +35,8 @@ say() {
 
 measure() {  # $1: column name; each duration is printed as soon as it is known, so a
   # call that runs out of time still shows what it measured
-  if [ "${AB_TIME:-0}" = 1 ]; then measure_time "$1"; return; fi
   for args in "${probes[@]}"; do
+    if [ "${AB_TIME:-0}" = 1 ] || [[ "$args" == time:* ]]; then measure_time "$1" "$args"; continue; fi
     out=$(NCU_SECTIONS="--section SpeedOfLight" NCU_TAIL=40 bash scripts/ncu_probe.sh "$args" 2>&1)
     d=$(awk '/ Duration /{print $NF $(NF-1); exit}' <<< "$out")
     # The throughputs tell a bound that moved (e.g. L2 requests of a gather) from noise.
@@ -46,18 +47,19 @@ measure() {  # $1: column name; each duration is printed as soon as it is known,
   done
 }
 
-# AB_TIME=1: the do_bench median of the whole call (bench/probe.py --time) at the GPU's own
-# clocks instead of ncu's kernel duration, for a variant that adds or removes a launch (the
-# split-KV merge); run-to-run spread is then ~1%, so put a control probe beside the others.
+# The do_bench median of the whole call (bench/probe.py --time) at the GPU's own clocks
+# instead of ncu's kernel duration, for a variant that adds or removes a launch (the
+# split-KV merge): every probe with AB_TIME=1, or one probe written "time:ARGS" beside ncu
+# probes of the same builds (e.g. a kernel's ncu duration and the call it is part of).
+# Run-to-run spread is ~1%, so put a control probe beside the others. $1: column, $2: probe.
 measure_time() {
+  local args=${2#time:}
   mod=$(dirname "$(dirname "$(find build -name '_C*.so' | head -1)")")
-  for args in "${probes[@]}"; do
-    t=$(PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 bench/probe.py $args --time 2>&1 |
-      awk '/^probe time/{print $3; exit}')
-    dur["$1|$args"]="${t:-failed}${t:+us}"
-    us["$1|$args"]="$t"
-    say "ab: $1 | $args | ${t:-failed}"
-  done
+  t=$(PYTHONPATH="$root/$mod:$root/python" timeout 120 python3 bench/probe.py $args --time 2>&1 |
+    awk '/^probe time/{print $3; exit}')
+  dur["$1|$2"]="${t:-failed}${t:+us}"
+  us["$1|$2"]="$t"
+  say "ab: $1 | $2 | ${t:-failed}"
 }
 
 source "$root/scripts/build_sync.sh"
