@@ -9,7 +9,6 @@
 #include <tuple>
 #include <vector>
 
-#include <cuda_runtime.h>
 #include "backends/cuda/device_info.h"
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tile_config.h"
@@ -571,7 +570,7 @@ struct Sm90Facts {
   bool wide;
 };
 // The coverage checks below judge the cases on the H200's 132 SMs; a run on the GPU
-// expects the tile its own SM count gives (device_sms), as the plan does.
+// expects the tile its own SM count gives, as the plan does.
 constexpr int kCoverageSms = 132;
 Sm90Facts sm90_facts(const Case& c, int num_sms = kCoverageSms) {
   std::vector<int32_t> qo_indptr = {0};
@@ -746,13 +745,6 @@ void PrintTo(const Named& n, std::ostream* os) { *os << n.label << ": " << n.c.n
 
 class GpuEdge : public ::testing::TestWithParam<std::tuple<Backend, Named>> {};
 
-// The SM count sm90's plan reads on this machine (the current device's).
-int device_sms() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
-  return cuda::multiprocessor_count(device);
-}
-
 TEST_P(GpuEdge, MatchesOracle) {
   FB_SKIP_WITHOUT_CUDA();
   const Named& n = std::get<1>(GetParam());
@@ -779,7 +771,7 @@ TEST_P(GpuEdge, MatchesOracle) {
   if (n.expect_split_sm90 && c.backend == Backend::kSM90) EXPECT_GT(r.info.num_kv_splits, 1);
   // sm90 names the tile it ran (the plan picks it by shape for masked D = 64).
   if (c.backend == Backend::kSM90 && c.entry != EntryPoint::kDecode) {
-    const int sms = device_sms();
+    const int sms = cuda::multiprocessor_count(cuda::current_device());  // as the plan reads it
     const sm90::TileShape t = sm90_tile(n.c, sms);
     const std::string tile = "/tile" + std::to_string(t.block_m) + "x" + std::to_string(t.block_n);
     EXPECT_NE(r.info.variant.find(tile), std::string::npos) << r.info.variant << " ran, expected " << tile;
