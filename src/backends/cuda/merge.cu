@@ -15,8 +15,7 @@ namespace flashband::cuda {
 
 namespace {
 
-// Lanes a (token, head) row is spread over: 64 gives every head dim up to 256 one pass of
-// 4-element chunks on the vector path, so a lane loads each state once.
+// Lanes a (token, head) row may be spread over.
 constexpr int kMaxLanesPerRow = 64;
 
 struct MergeArgs {
@@ -78,9 +77,15 @@ __device__ __forceinline__ void Vec<__nv_bfloat16, 4>::store(__nv_bfloat16* p) c
 // States a lane loads before folding any of them: the fold is a chain of dependent steps,
 // so loading each state only after the previous one is folded (as a branch on its weight
 // would) costs one memory latency a state; a group costs one in all.
-constexpr int kStateGroup = 4;
+constexpr int kStateGroup = 2;
+// Chunks of kVec elements a lane holds of each state: the merge is bound by the bytes in
+// flight, and a lane with one 16-byte load a state left DRAM at a quarter of its bandwidth
+// (ncu, D = 128: 22%). A row is spread over the fewest lanes that cover its head dim so.
+constexpr int kChunksPerLane = 4;
 
-// kVec = 4 when every address of a chunk is aligned to 4 elements, else 1.
+// kVec = 4 when every address of a chunk is aligned to 4 elements, else 1. Lane `lane` of
+// a row holds elements [c, c + kVec) for c = lane * kVec + q * lanes * kVec (q <
+// kChunksPerLane) of each pass of lanes * kVec * kChunksPerLane elements.
 template <class Tin, class Tout, int kVec>
 __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
   const int lanes = a.lanes_per_row;
@@ -92,25 +97,36 @@ __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
                                                                 static_cast<uint32_t>(a.num_heads))
                                         : row / a.num_heads;
   const int h = static_cast<int>(row - i * a.num_heads);
+  const int stride = lanes * kVec;  // between a lane's chunks
 
   float lse = core::neg_inf();
-  for (int c = lane * kVec; c < a.head_dim; c += lanes * kVec) {
-    Vec<float, kVec> acc;
+  for (int base = lane * kVec; base < a.head_dim; base += stride * kChunksPerLane) {
+    float acc[kChunksPerLane][kVec];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+    for (int q = 0; q < kChunksPerLane; ++q)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[q][e] = 0.0f;
     lse = core::neg_inf();
     for (int set = 0; set < a.num_sets; ++set) {
       const StateSet& st = a.sets[set];
-      const Tin* v = static_cast<const Tin*>(st.v) + i * st.v_stride_n + h * st.v_stride_h + c;
+      const Tin* v = static_cast<const Tin*>(st.v) + i * st.v_stride_n + h * st.v_stride_h + base;
       const float* s = st.s + i * st.s_stride_n + h * st.s_stride_h;
       for (int k0 = 0; k0 < st.num_states; k0 += kStateGroup) {
         float sk[kStateGroup];
-        Vec<Tin, kVec> x[kStateGroup];
+        Vec<Tin, kVec> x[kStateGroup][kChunksPerLane];
 #pragma unroll
         for (int j = 0; j < kStateGroup; ++j) {
           if (k0 + j < st.num_states) {
             sk[j] = s[(k0 + j) * st.s_stride_s];
-            x[j].load(v + (k0 + j) * st.v_stride_s);
+#pragma unroll
+            for (int q = 0; q < kChunksPerLane; ++q) {
+              if (base + q * stride < a.head_dim) {
+                x[j][q].load(v + (k0 + j) * st.v_stride_s + q * stride);
+              } else {
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) x[j][q].x[e] = 0.0f;  // past the head dim: never stored
+              }
+            }
           }
         }
 #pragma unroll
@@ -121,20 +137,29 @@ __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
           // an empty accumulator) never turn into NaN.
           if (w.w_b != 0.0f) {
 #pragma unroll
-            for (int e = 0; e < kVec; ++e)
-              acc.x[e] = (w.w_a != 0.0f ? w.w_a * acc.x[e] : 0.0f) + w.w_b * x[j].x[e];
+            for (int q = 0; q < kChunksPerLane; ++q)
+#pragma unroll
+              for (int e = 0; e < kVec; ++e)
+                acc[q][e] = (w.w_a != 0.0f ? w.w_a * acc[q][e] : 0.0f) + w.w_b * x[j][q].x[e];
           } else if (w.w_a == 0.0f) {
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) acc.x[e] = 0.0f;
+            for (int q = 0; q < kChunksPerLane; ++q)
+#pragma unroll
+              for (int e = 0; e < kVec; ++e) acc[q][e] = 0.0f;
           }
           lse = w.lse;
         }
       }
     }
-    Vec<Tout, kVec> o;
+    Tout* out = static_cast<Tout*>(a.out.v) + i * a.out.v_stride_n + h * a.out.v_stride_h + base;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) o.x[e] = acc.x[e];
-    o.store(static_cast<Tout*>(a.out.v) + i * a.out.v_stride_n + h * a.out.v_stride_h + c);
+    for (int q = 0; q < kChunksPerLane; ++q) {
+      if (base + q * stride >= a.head_dim) break;
+      Vec<Tout, kVec> o;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) o.x[e] = acc[q][e];
+      o.store(out + q * stride);
+    }
   }
   if (lane == 0 && a.out.s) {
     if (a.head_dim == 0) {  // no chunk ran: compute the LSE alone
@@ -162,7 +187,7 @@ bool vectorizable(const MergeArgs& a) {
 
 template <class Tin, class Tout>
 void launch_typed(const MergeArgs& a, cudaStream_t stream) {
-  constexpr int kThreads = 256;
+  constexpr int kThreads = 128;
   const int rows_per_block = kThreads / a.lanes_per_row;
   const int64_t blocks = (a.rows + rows_per_block - 1) / rows_per_block;
   if (vectorizable(a)) {
@@ -227,7 +252,7 @@ void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int 
   if (a.rows == 0) return;
   const int chunks = head_dim / 4 > 0 ? head_dim / 4 : 1;
   a.lanes_per_row = 1;
-  while (a.lanes_per_row < kMaxLanesPerRow && a.lanes_per_row < chunks) a.lanes_per_row *= 2;
+  while (a.lanes_per_row < kMaxLanesPerRow && a.lanes_per_row * kChunksPerLane < chunks) a.lanes_per_row *= 2;
 
   const auto s = static_cast<cudaStream_t>(stream);
   const DType in = first.dtype, o = out.dtype;
