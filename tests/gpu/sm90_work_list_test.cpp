@@ -615,5 +615,23 @@ TEST(Sm90WorkList, OneRoundCausalProblemsSplitByMakespan) {
   EXPECT_EQ(splits_by_makespan(x, 1, kMaxKVSplits, kMinKVTilesPerSplit, 4), 2);  // the first guess split it
 }
 
+// The merge's steps follow the head dim (its bytes): D = 256 2048 rows x 8 heads on the
+// 64-key tile gains 14 KV steps from two splits, more than D = 128's merge of 8 steps and
+// less than D = 256's 16; D = 64 8192 x 3 gains 11 from four, more than its merge of 4.
+TEST(Sm90WorkList, SplitMergeCostFollowsTheHeadDim) {
+  EXPECT_EQ(split_merge_steps(128), kSplitMergeSteps);
+  EXPECT_EQ(split_merge_steps(256), 2 * kSplitMergeSteps);
+  EXPECT_EQ(split_merge_steps(64), kSplitMergeSteps / 2);
+  Batch b;
+  WorkListInput in = causal_request(b, 2048, 2048, 128, 8);
+  in.block_n = 64;
+  EXPECT_EQ(splits_by_makespan(in, 1, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps), 2);
+  EXPECT_EQ(splits_by_makespan(in, 1, kMaxKVSplits, kMinKVTilesPerSplit, split_merge_steps(256)), 1);
+  Batch c;
+  const WorkListInput d64 = causal_request(c, 8192, 8192, 128, 3);
+  EXPECT_EQ(splits_by_makespan(d64, 1, kMaxKVSplits, kMinKVTilesPerSplit, kSplitMergeSteps), 1);
+  EXPECT_EQ(splits_by_makespan(d64, 1, kMaxKVSplits, kMinKVTilesPerSplit, split_merge_steps(64)), 4);
+}
+
 }  // namespace
 }  // namespace flashband::sm90

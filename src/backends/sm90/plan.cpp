@@ -188,7 +188,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   int max_splits = sm90::kMaxKVSplits;
   while (max_splits > 1 && needed(max_splits) > workspace.bytes) --max_splits;
   const int S = sm90::splits_by_makespan(in, sm90::wave_splits(in, max_splits, sm90::kMinKVTilesPerSplit), max_splits,
-                                         sm90::kMinKVTilesPerSplit, sm90::kSplitMergeSteps);
+                                         sm90::kMinKVTilesPerSplit, sm90::split_merge_steps(a.head_dim));
   in.num_splits = S;
 
   auto* base = static_cast<unsigned char*>(workspace.data);

@@ -108,6 +108,12 @@ constexpr int kMaxSplitsByMakespan = 8;
 // 16k x 1 202.1 -> 123.5 at two splits give 1.41 us a step and 11.8 us for the merge (8.4
 // steps), which also predicts 2048 x 8's loss at two splits (34.0 -> 37.7, model 37.3).
 constexpr int kSplitMergeSteps = 8;
+// The merge at a head dim: it reads every split's float32 partial state (4 D + 4 bytes a
+// row), so it grows with D, while a KV step of the tiles each head dim runs takes about
+// the same time (D = 128's 128-key step 1.41 us, D = 256's 80-key one 1.34). Measured at D
+// = 256 (4096 x 4 and 8192 x 2 heads causal, wave rule against two splits): ~25 us, 19
+// steps.
+constexpr int split_merge_steps(int head_dim) { return kSplitMergeSteps * head_dim / 128; }
 int splits_by_makespan(const WorkListInput& in, int splits, int max_splits, int min_tiles_per_split,
                        int merge_steps);
 
