@@ -2,7 +2,7 @@
 (Nsight Compute: profile the last launch). No report; --time prints a do_bench median.
 
   python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
-      [--batch B] [--heads H] [--softcap CAP]
+      [--batch B] [--heads H] [--softcap CAP] [--mixed SEED]
 """
 import argparse
 import sys
@@ -34,7 +34,14 @@ def main():
     p.add_argument("--batch", type=int, default=0, help="requests (0: 16k tokens / seq)")
     p.add_argument("--heads", type=int, default=0, help="query = KV heads (0: 2048 / head dim)")
     p.add_argument("--softcap", type=float, default=0.0, help="logits_soft_cap (0: none)")
+    # A serving batch is ragged: the same requests and tokens cut at random points instead of
+    # into equal requests (what the sm90 unit order, cta_schedule.h, is for).
+    p.add_argument("--mixed", type=int, default=-1,
+                   help="ragged flashband only: requests of random lengths from this seed, the "
+                        "same count and total tokens (kv_len = qo_len per request)")
     a = p.parse_args()
+    if a.mixed >= 0 and (a.page or a.backend.startswith("sdpa")):
+        p.error("--mixed: ragged K/V and a flashband backend only")
     h = a.heads or HIDDEN // a.head_dim
     batch = a.batch or TOKENS // a.seq
     case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
@@ -44,7 +51,15 @@ def main():
     if a.backend in peers:
         fn, _, info = Sdpa(a.backend, peers[a.backend]).prepare(Inputs(case))
     else:
-        fn, _, info = Flashband(a.backend).prepare(Inputs(case))
+        x = Inputs(case)
+        if a.mixed >= 0 and batch > 1:
+            total = batch * a.seq
+            g = torch.Generator().manual_seed(a.mixed)
+            cuts = (torch.randperm(total - 1, generator=g)[:batch - 1] + 1).sort().values
+            bounds = torch.cat([torch.tensor([0]), cuts, torch.tensor([total])]).to(torch.int32)
+            x.qo_indptr, x.kv_indptr = bounds, bounds.clone()
+            print("probe lengths", (bounds[1:] - bounds[:-1]).tolist(), flush=True)
+        fn, _, info = Flashband(a.backend).prepare(x)
     for _ in range(a.repeats):
         fn()
     torch.cuda.synchronize()
