@@ -44,6 +44,8 @@ def main():
         p.error("--mixed: ragged K/V and a flashband backend only")
     h = a.heads or HIDDEN // a.head_dim
     batch = a.batch or TOKENS // a.seq
+    if a.mixed >= 0 and batch < 2:
+        p.error("--mixed: needs at least two requests (--batch, or --seq below 16k)")
     case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
                 logits_soft_cap=a.softcap)
     # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
@@ -52,7 +54,7 @@ def main():
         fn, _, info = Sdpa(a.backend, peers[a.backend]).prepare(Inputs(case))
     else:
         x = Inputs(case)
-        if a.mixed >= 0 and batch > 1:
+        if a.mixed >= 0:
             total = batch * a.seq
             g = torch.Generator().manual_seed(a.mixed)
             cuts = (torch.randperm(total - 1, generator=g)[:batch - 1] + 1).sort().values
