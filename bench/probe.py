@@ -40,7 +40,9 @@ def main():
                    help="ragged flashband only: requests of random lengths from this seed, the "
                         "same count and total tokens (kv_len = qo_len per request)")
     a = p.parse_args()
-    if a.mixed >= 0 and (a.page or a.backend.startswith("sdpa")):
+    # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
+    peers = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-fa2": "FLASH_ATTENTION"}
+    if a.mixed >= 0 and (a.page or a.backend in peers):
         p.error("--mixed: ragged K/V and a flashband backend only")
     h = a.heads or HIDDEN // a.head_dim
     batch = a.batch or TOKENS // a.seq
@@ -48,8 +50,6 @@ def main():
         p.error("--mixed: needs at least two requests (--batch, or --seq below 16k)")
     case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
                 logits_soft_cap=a.softcap)
-    # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
-    peers = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-fa2": "FLASH_ATTENTION"}
     if a.backend in peers:
         fn, _, info = Sdpa(a.backend, peers[a.backend]).prepare(Inputs(case))
     else:

@@ -15,7 +15,8 @@ namespace flashband::cuda {
 
 namespace {
 
-// Lanes a (token, head) row may be spread over.
+// Lanes a (token, head) row may be spread over: launch_typed's blocks of 128 threads hold
+// whole rows, two at least. Head dims up to 256 take 16 lanes (kChunksPerLane below).
 constexpr int kMaxLanesPerRow = 64;
 
 struct MergeArgs {
