@@ -2,7 +2,7 @@
 (Nsight Compute: profile the last launch). No report; --time prints a do_bench median.
 
   python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
-      [--batch B] [--heads H] [--softcap CAP] [--mixed SEED]
+      [--batch B] [--heads H] [--softcap CAP] [--mixed SEED] [--check]
 """
 import argparse
 import sys
@@ -12,7 +12,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import torch  # noqa: E402
 
 from cases import Case, HIDDEN, TOKENS  # noqa: E402
-from impls import Flashband, Inputs, Sdpa  # noqa: E402
+from impls import Flashband, Inputs, Sdpa, spot_check  # noqa: E402
 
 
 def main():
@@ -39,6 +39,9 @@ def main():
     p.add_argument("--mixed", type=int, default=-1,
                    help="ragged flashband only: requests of random lengths from this seed, the "
                         "same count and total tokens (kv_len = qo_len per request)")
+    p.add_argument("--check", action="store_true",
+                   help="also compare the output with bench's float32 reference on sampled rows "
+                        "(exit 1 above the benchmark's 0.05): a variant's probes then show it is right")
     a = p.parse_args()
     # A peer too, for its grid and occupancy: "sdpa-cudnn" / "sdpa-fa2" (ragged only).
     peers = {"sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-fa2": "FLASH_ATTENTION"}
@@ -48,6 +51,8 @@ def main():
     batch = a.batch or TOKENS // a.seq
     if a.mixed >= 0 and batch < 2:
         p.error("--mixed: needs at least two requests (--batch, or --seq below 16k)")
+    if a.check and (a.mixed >= 0 or a.backend in peers):
+        p.error("--check: equal requests and a flashband backend only")
     case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
                 logits_soft_cap=a.softcap)
     if a.backend in peers:
@@ -61,11 +66,16 @@ def main():
             bounds = torch.cat([torch.tensor([0]), cuts, torch.tensor([total])]).to(torch.int32)
             x.qo_indptr, x.kv_indptr = bounds, bounds.clone()
             print("probe lengths", (bounds[1:] - bounds[:-1]).tolist(), flush=True)
-        fn, _, info = Flashband(a.backend).prepare(x)
+        fn, out, info = Flashband(a.backend).prepare(x)
     for _ in range(a.repeats):
         fn()
     torch.cuda.synchronize()
     print("probe done", info(), flush=True)
+    if a.check:
+        err = spot_check(x, out())
+        print(f"probe check max_abs_err {err:.4g}", "ok" if err <= 0.05 else "FAILED", flush=True)
+        if not err <= 0.05:
+            sys.exit(1)
     if a.time:
         import triton.testing
         ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
