@@ -67,6 +67,7 @@ std::string Case::name() const {
   if (sm_scale) s << "_scale" << number_token(*sm_scale);
   if (!return_lse) s << "_nolse";
   if (out_token_pad) s << "_opad" << out_token_pad;
+  if (far_kv) s << "_far";
   s << '_' << kv_layout_name(layout);
   if (entry == EntryPoint::kPaged || entry == EntryPoint::kDecode) {
     s << "_ps" << page_size;

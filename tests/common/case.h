@@ -34,6 +34,11 @@ struct Case {
   // out_token_pad); they must stay unwritten. On a GPU the pad must keep rows 16-byte
   // aligned (a multiple of 8 two-byte elements).
   int out_token_pad = 0;
+  // GPU only (ragged, paged, decode): every request's K and V lie past element 2^31 (and
+  // byte 2^32) of their tensors, behind poison that a 32-bit offset would read: NHD and
+  // paged caches get that many tokens or pages in front, HND each head's block (GiBs of
+  // device memory a case).
+  bool far_kv = false;
   Backend backend = Backend::kCPU;
   Device device = Device::kCPU;
   uint64_t seed = 1;

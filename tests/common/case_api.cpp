@@ -29,6 +29,31 @@ std::vector<double> read_back(const DeviceBuffer& buf, DType dtype, int64_t nume
   return out;
 }
 
+// far_kv (case.h): offsets past element 2^31 of a tensor, so that any a kernel computes in
+// 32 bits wraps (and past byte 2^32).
+constexpr int64_t kFarElements = int64_t{1} << 31;
+constexpr unsigned char kPoisonByte = 0x4B;  // bf16 0x4B4B is 1.3e7, fp16 14.6: logits that win
+
+// The smallest stride, in whole 16-byte chunks of two-byte elements, at least `min` whose
+// `count`-th multiple passes kFarElements.
+int64_t far_stride(int64_t min, int64_t count) {
+  const int64_t s = std::max(min, kFarElements / std::max<int64_t>(count, 1) + 1);
+  return (s + 7) / 8 * 8;
+}
+
+// `a` on the device as `blocks` equal blocks, block i at element lead + i * stride, with
+// poison everywhere else.
+DeviceBuffer to_device_spread(Device device, const HostArray& a, int64_t blocks, int64_t lead, int64_t stride) {
+  const std::size_t elem = a.bytes() / static_cast<std::size_t>(std::max<int64_t>(a.numel(), 1));
+  const int64_t block = a.numel() / blocks;
+  DeviceBuffer buf(device, static_cast<std::size_t>(lead + (blocks - 1) * stride + block) * elem);
+  buf.fill_bytes(kPoisonByte, buf.bytes());
+  for (int64_t i = 0; i < blocks; ++i)
+    buf.upload_at(static_cast<std::size_t>(lead + i * stride) * elem,
+                  static_cast<const unsigned char*>(a.data()) + i * block * elem, static_cast<std::size_t>(block) * elem);
+  return buf;
+}
+
 }  // namespace
 
 ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const RunConfig& cfg) {
@@ -91,13 +116,22 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   switch (c.entry) {
     case EntryPoint::kSingle:
     case EntryPoint::kRagged: {
-      dk = to_device(dev, pack_contiguous(c.dtype, c.layout, k_rows, kv_lens, Hk, D, &kv_indptr));
-      dv = to_device(dev, pack_contiguous(c.dtype, c.layout, v_rows, kv_lens, Hk, D, &kv_indptr));
+      const HostArray hk = pack_contiguous(c.dtype, c.layout, k_rows, kv_lens, Hk, D, &kv_indptr);
+      const HostArray hv = pack_contiguous(c.dtype, c.layout, v_rows, kv_lens, Hk, D, &kv_indptr);
       const int64_t nnz = kv_indptr.back();
-      kview = nhd ? TensorView::contiguous(dk.data(), c.dtype, {nnz, Hk, D}, dev)
-                  : TensorView::contiguous(dk.data(), c.dtype, {Hk, nnz, D}, dev);
-      vview = nhd ? TensorView::contiguous(dv.data(), c.dtype, {nnz, Hk, D}, dev)
-                  : TensorView::contiguous(dv.data(), c.dtype, {Hk, nnz, D}, dev);
+      kview = nhd ? TensorView::contiguous(nullptr, c.dtype, {nnz, Hk, D}, dev)
+                  : TensorView::contiguous(nullptr, c.dtype, {Hk, nnz, D}, dev);
+      // far_kv: the tokens (NHD) or heads (HND) spread apart until the last one starts past
+      // element 2^31, poison between them.
+      if (c.far_kv) kview.strides[0] = nhd ? far_stride(Hk * D, nnz - 1) : far_stride(nnz * D, Hk - 1);
+      auto to_kv = [&](const HostArray& a) {
+        return c.far_kv ? to_device_spread(dev, a, kview.shape[0], 0, kview.strides[0]) : to_device(dev, a);
+      };
+      dk = to_kv(hk);
+      dv = to_kv(hv);
+      vview = kview;
+      kview.data = dk.data();
+      vview.data = dv.data();
       if (c.entry == EntryPoint::kSingle) {
         run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws); };
       } else {
@@ -110,14 +144,23 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
     case EntryPoint::kDecode: {
       pages = assign_pages(kv_lens, c.page_size, c.seed * 31 + 7);
       const PagedCache host = pack_paged(c.dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D);
+      // far_kv: `far` poison pages in front of the pool (every layout is page-major), and
+      // every page index moved past them.
+      const int64_t page_elems = int64_t{c.page_size} * Hk * D * (c.stacked_kv ? 2 : 1);
+      const int64_t far = c.far_kv ? far_stride(1, page_elems) : 0;
+      for (int32_t& x : pages.indices) x = static_cast<int32_t>(x + far);
+      pages.num_pages = static_cast<int>(pages.num_pages + far);
       const int64_t P = pages.num_pages, ps = c.page_size;
-      dk = to_device(dev, host.k);
+      auto to_pool = [&](const HostArray& a) {
+        return c.far_kv ? to_device_spread(dev, a, 1, far * page_elems, 0) : to_device(dev, a);
+      };
+      dk = to_pool(host.k);
       if (c.stacked_kv) {
         const TensorView kv = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, 2, ps, Hk, D}, dev)
                                   : TensorView::contiguous(dk.data(), c.dtype, {P, 2, Hk, ps, D}, dev);
         cache = PagedKVCache::from_stacked(kv);
       } else {
-        dv = to_device(dev, host.v);
+        dv = to_pool(host.v);
         cache.k = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, ps, Hk, D}, dev)
                       : TensorView::contiguous(dk.data(), c.dtype, {P, Hk, ps, D}, dev);
         cache.v = nhd ? TensorView::contiguous(dv.data(), c.dtype, {P, ps, Hk, D}, dev)

@@ -1,6 +1,7 @@
 #include "case_steps.h"
 
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,11 @@ void validate_case(const Case& c) {
   if (c.head_dim <= 0) bad("head_dim must be positive");
   if ((c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode) && c.page_size < 1)
     bad("page_size must be >= 1");
+  if (c.far_kv && (c.entry == EntryPoint::kSingle || c.device != Device::kCUDA))
+    bad("far_kv: ragged, paged or decode on the GPU only");
+  if (c.far_kv && c.entry == EntryPoint::kRagged &&
+      (c.layout == KVLayout::kNHD ? std::accumulate(c.kv_lens.begin(), c.kv_lens.end(), 0) < 2 : c.num_kv_heads < 2))
+    bad("far_kv: ragged needs two tokens (NHD) or two KV heads (HND) to spread apart");
 }
 
 std::vector<int> case_qo_lens(const Case& c) {

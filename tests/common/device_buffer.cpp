@@ -68,15 +68,31 @@ void DeviceBuffer::release() noexcept {
   data_ = nullptr;
 }
 
-void DeviceBuffer::upload(const void* host, std::size_t bytes) {
-  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::upload: more bytes than allocated");
+void DeviceBuffer::upload_at(std::size_t offset, const void* host, std::size_t bytes) {
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    throw std::out_of_range("DeviceBuffer::upload_at: past the end of the buffer");
   if (bytes == 0) return;
+  char* dst = static_cast<char*>(data_) + offset;
   if (device_ == Device::kCPU) {
-    std::memcpy(data_, host, bytes);
+    std::memcpy(dst, host, bytes);
     return;
   }
 #if FLASHBAND_WITH_SM80
-  cuda_check(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  cuda_check(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+#else
+  no_cuda();
+#endif
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value, std::size_t bytes) {
+  if (bytes > bytes_) throw std::out_of_range("DeviceBuffer::fill_bytes: more bytes than allocated");
+  if (bytes == 0) return;
+  if (device_ == Device::kCPU) {
+    std::memset(data_, value, bytes);
+    return;
+  }
+#if FLASHBAND_WITH_SM80
+  cuda_check(cudaMemset(data_, value, bytes), "cudaMemset");
 #else
   no_cuda();
 #endif

@@ -20,7 +20,11 @@ class DeviceBuffer {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
-  void upload(const void* host, std::size_t bytes);
+  void upload(const void* host, std::size_t bytes) { upload_at(0, host, bytes); }
+  // `bytes` from host to [offset, offset + bytes) of the buffer.
+  void upload_at(std::size_t offset, const void* host, std::size_t bytes);
+  // Sets every byte of [0, bytes) to `value` (the device's memset: fast even for GiBs).
+  void fill_bytes(unsigned char value, std::size_t bytes);
   void download(void* host, std::size_t bytes) const;
 
  private:
