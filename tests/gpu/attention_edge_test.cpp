@@ -235,13 +235,26 @@ std::vector<Named> edge_cases() {
     v.push_back({"long_masked", c});
   }
   // sm90 runs causal problems without a window on a causal-only kernel up to 8192 query
-  // rows per typical request (tile_config.h use_causal_kernel), on the runtime-mask kernel
-  // above that: D = 128 requests just past the limit, contiguous and on TMA pages (gathered
-  // pages have no limit: the page-16 one stays on the causal-only kernel; D = 64's take
-  // the 192-row tile where its makespan pays: long_masked); requests past the old limit of
-  // 2048 on the causal-only kernel, and a window as wide as the keys (normalised away: the
+  // rows per typical request on the narrow tiles (tile_config.h use_causal_kernel), on the
+  // runtime-mask kernel above that: D = 128 requests just past the limit on TMA pages
+  // (gathered pages have no limit: the page-16 one stays on the causal-only kernel;
+  // contiguous D = 128 takes the 176-key tile's causal-only kernel there, D = 64's the
+  // 192-row tile where its makespan pays: long_masked); requests past the old limit of 2048
+  // on the causal-only kernel, and a window as wide as the keys (normalised away: the
   // causal-only kernel).
   v.push_back({"long_causal", make(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
+  // Masked contiguous D = 128 from 8192 rows per typical request: the 176-key tile, causal
+  // on its causal-only kernel (above; a single prefill, tiles derived in the kernel),
+  // soft-capped causal and a window without causal on its runtime-mask kernel, with one or
+  // two heads (KV splits); a causal window keeps the narrow tile (kWideMaskedCausalWindows).
+  v.push_back({"long_masked_d128", make(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true)});
+  {
+    Case c = make(E::kRagged, {8200}, {8250}, 1, 1, 128, bf16, true);
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"long_masked_d128", c});
+  }
+  v.push_back({"long_masked_d128", make(E::kRagged, {8300, 40}, {8400, 40}, 2, 1, 128, f16, false, 700)});
+  v.push_back({"long_masked_d128", make(E::kRagged, {8200}, {8200}, 1, 1, 128, bf16, true, 1000)});
   {
     Case c = make(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
     c.page_size = 16;
@@ -614,9 +627,9 @@ bool sm90_causal_kernel(const Case& c, int64_t max_rows = sm90::causal_kernel_ma
 
 // Causal problems without a window meet both kernels of each sm90 tile that has a
 // causal-only one (the narrow tiles of D = 64, 128 and 256, contiguous and paged, and the
-// masked wide tiles: D = 64 and 256, contiguous and paged), by the default
+// masked wide tiles: D = 64 and 256, contiguous and paged, D = 128 contiguous), by the default
 // row limit: the causal-only kernel, and the runtime-mask one (long_causal past the narrow
-// limit at D = 128, contiguous and on TMA pages; elsewhere soft-capped causal cases: D =
+// limit at D = 128 on TMA pages; elsewhere soft-capped causal cases: D =
 // 64's requests past the limit take the 192-row tile where its makespan pays, and the wide
 // tiles and gathered pages have no limit).
 TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
@@ -627,7 +640,7 @@ TEST(GpuEdgeCases, CausalCasesCoverBothKernels) {
   };
   for (const Tile t : {Tile{64, false, false}, Tile{64, true, false}, Tile{128, false, false}, Tile{128, true, false},
                        Tile{256, false, false}, Tile{256, true, false}, Tile{64, false, true}, Tile{64, true, true}, Tile{256, false, true},
-                       Tile{256, true, true}}) {
+                       Tile{256, true, true}, Tile{128, false, true}}) {
     ASSERT_TRUE(sm90::has_causal_kernel(t.head_dim, t.paged, t.wide));
     int causal_only = 0, runtime_mask = 0;
     for (const Named& n : edge_cases()) {

@@ -269,9 +269,18 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_TRUE(wide_tiles_by_shape(128, false, false));
   EXPECT_FALSE(wide_tiles_by_shape(128, false, true));
   for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, false, true, tma, kLong));
-  // Measured: the 176-key tile does not pay under a causal mask at D = 128 (tile_config.h).
-  EXPECT_FALSE(use_wide_tiles(128, true, false, false, kLong));
-  EXPECT_FALSE(wide_tiles_by_shape(128, true, false));
+  // Under a mask D = 128 takes the 176-key tile for contiguous requests from
+  // kWideMaskedMinRows query rows (measured faster at 8k and 16k, slower at 2k; causal
+  // windows stay narrow: plan_wide_tiles, MaskedD128TileByWindow below).
+  EXPECT_EQ(kWideMaskedMinRows<128>, 8192);
+  for (int64_t rows : {kShort, int64_t{2048}, int64_t{8191}})
+    EXPECT_FALSE(use_wide_tiles(128, true, false, false, rows)) << rows;
+  for (int64_t rows : {int64_t{8192}, int64_t{16384}, kLong}) {
+    EXPECT_TRUE(use_wide_tiles(128, true, false, false, rows)) << rows;
+    for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, true, true, tma, rows)) << rows;
+  }
+  EXPECT_TRUE(wide_tiles_by_shape(128, true, false));
+  EXPECT_FALSE(wide_tiles_by_shape(128, true, true));
   // Contiguous D = 256: the 80-key tile from kWideContiguousMinLength rows (keys without a
   // mask) per typical request, the 64-key one below it, masked or not.
   constexpr int64_t kMin = kWideContiguousMinLength<256>;
@@ -372,7 +381,42 @@ TEST(Sm90WorkList, MaskedD64TileByMakespan) {
   in.window_left = -1;
   EXPECT_TRUE(plan_wide_tiles(in, 64, true, false, false, kMaxKVSplits));
   EXPECT_TRUE(plan_wide_tiles(in, 256, true, false, false, kMaxKVSplits));  // 80 keys from 4096
-  EXPECT_FALSE(plan_wide_tiles(in, 128, true, false, false, kMaxKVSplits));
+  EXPECT_FALSE(plan_wide_tiles(in, 128, true, false, false, kMaxKVSplits));  // 176 keys from 8192
+}
+
+// Masked D = 128 on contiguous K/V: the 176-key tile from kWideMaskedMinRows query rows per
+// typical request, except causal problems with a window (measured 16k causal W = 1024
+// 15.8% and W = 4096 0.6% slower on it; non-causal W = 1024 2-5% faster); paged K/V keeps the
+// narrow tile. D = 64 and 256 take causal windows on their wide tiles as before.
+TEST(Sm90WorkList, MaskedD128TileByWindow) {
+  Batch b;
+  b.add(16384, 16384);
+  WorkListInput in = b.input();
+  in.num_qo_heads = 16;
+  in.num_sms = 132;
+  auto wide = [&](bool causal, int window, int head_dim = 128, bool paged = false) {
+    in.causal = causal;
+    in.window_left = window;
+    return plan_wide_tiles(in, head_dim, true, paged, false, kMaxKVSplits);
+  };
+  EXPECT_TRUE(wide(true, -1));
+  EXPECT_TRUE(wide(false, 1024));
+  EXPECT_TRUE(wide(false, 4096));
+  EXPECT_FALSE(wide(true, 1024));
+  EXPECT_FALSE(wide(true, 4096));
+  EXPECT_FALSE(wide(true, -1, 128, true));  // paged
+  EXPECT_TRUE(wide(true, 4096, 256));
+  EXPECT_FALSE(wide_masked_takes_causal_windows(128));
+  EXPECT_TRUE(wide_masked_takes_causal_windows(64));
+  EXPECT_TRUE(wide_masked_takes_causal_windows(256));
+  // A soft cap alone (masked, no window) takes the wide tile like causal.
+  EXPECT_TRUE(wide(false, -1));
+  b = Batch{};
+  b.add(8191, 8191);
+  in = b.input();
+  in.num_qo_heads = 16;
+  in.num_sms = 132;
+  EXPECT_FALSE(wide(true, -1));  // below kWideMaskedMinRows
 }
 
 // planned_makespan is snake_makespan of the plan's list at the wave rule's split count
@@ -428,10 +472,12 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1, 0));
     EXPECT_FALSE(use_causal_kernel(256, true, g, false, true, -1, false, 1 << 20, 0));
   }
-  // The masked wide tiles (D = 64's 192 rows, D = 256's 80 keys, contiguous and paged), at
-  // any length: no window, no soft cap, causal, and off with the knob at 0.
-  for (int D : {64, 256})
+  // The masked wide tiles (D = 64's 192 rows, D = 256's 80 keys, contiguous and paged; D =
+  // 128's 176 keys, contiguous), at any length: no window, no soft cap, causal, and off with
+  // the knob at 0.
+  for (int D : {64, 128, 256})
     for (Storage st : kStorages) {
+      if (D == 128 && st.paged) continue;  // no paged wide tile
       const bool p = st.paged, g = st.paged && !st.tma;
       EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1, kMax)) << D;
       EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax)) << D;
@@ -457,8 +503,8 @@ TEST(Sm90WorkList, PagesByTmaArePowersOfTwoFromTheMinimum) {
 }
 
 // Only the runtime-mask kernels compile the soft cap, so a soft-capped problem without a
-// mask takes them, on the tile a masked problem of its length takes: at D = 128 the narrow
-// tile (the 176-key one has no runtime-mask kernel), at D = 64 the 192-row tile from 1024
+// mask takes them, on the tile a masked problem of its length takes: at D = 128 the 176-key
+// tile from kWideMaskedMinRows rows (the narrow one below), at D = 64 the 192-row tile from 1024
 // rows where its makespan pays, at D = 256 the 80-key tile from kWideContiguousMinLength rows as a masked
 // problem does.
 TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
@@ -470,7 +516,8 @@ TEST(Sm90WorkList, SoftCapTakesTheRuntimeMaskKernels) {
   EXPECT_TRUE(takes_runtime_mask_kernels(true, false));
   EXPECT_TRUE(takes_runtime_mask_kernels(true, true));
   const bool soft = takes_runtime_mask_kernels(false, true);
-  EXPECT_FALSE(use_wide_tiles(128, soft, false, false, int64_t{1} << 40));
+  EXPECT_FALSE(use_wide_tiles(128, soft, false, false, 8191));
+  EXPECT_TRUE(use_wide_tiles(128, soft, false, false, int64_t{1} << 40));
   EXPECT_TRUE(use_wide_tiles(128, false, false, false, int64_t{1} << 40));
   EXPECT_FALSE(use_wide_tiles(64, soft, false, false, 512));
   EXPECT_TRUE(use_wide_tiles(64, soft, false, false, 8192));

@@ -70,8 +70,10 @@ bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
 }
 
 bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits) {
+  const bool causal_window = in.causal && in.window_left >= 0;  // window_left as normalised
   const bool wide = use_wide_tiles(head_dim, masked, paged, tma_pages,
-                                   tile_rule_length(masked, in.qo_indptr, in.kv_lens, in.batch));
+                                   tile_rule_length(masked, in.qo_indptr, in.kv_lens, in.batch)) &&
+                    !(masked && causal_window && !wide_masked_takes_causal_windows(head_dim));
   return wide && masked && wide_masked_step_cost(head_dim) > 0 ? wide_masked_pays(in, head_dim, max_splits) : wide;
 }
 

@@ -32,7 +32,9 @@ constexpr int kMinKVTilesPerSplit = 4;    // below this the merge costs more tha
 bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits);
 
 // Whether plan_sm90 takes the wide tile for the problem `in` describes: use_wide_tiles for
-// its tile_rule_length, then wide_masked_pays where that applies. masked:
+// its tile_rule_length (less causal windows where the head dim's masked wide tile does not
+// take them, wide_masked_takes_causal_windows; in.window_left normalised), then
+// wide_masked_pays where that applies. masked:
 // takes_runtime_mask_kernels; tma_pages: paged K/V whose pages are pages_by_tma.
 bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits);
 

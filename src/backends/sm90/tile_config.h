@@ -50,14 +50,15 @@ namespace flashband::sm90 {
 // kWide: the tile of contiguous K/V: for problems without a causal / window mask or a soft cap
 // (registry keys needs_mask = soft_cap = false; "masked" in this file includes a soft cap,
 // takes_runtime_mask_kernels; at D = 128 unless narrow_unmasked_pays below), where the only
-// partial tile is at kv_len's end, and for masked problems too at D = 256 and, where its
-// schedule pays, at D = 64 (kWideMasked, kWideMaskedMinRows, kWideMaskedStepCost below); at
+// partial tile is at kv_len's end, and for masked problems too at D = 256, at D = 128 for
+// long requests (not under a causal window), and, where its schedule pays, at D = 64
+// (kWideMasked, kWideMaskedMinRows, kWideMaskedStepCost below); at
 // D = 256 only from kWideContiguousMinLength (below), masked or not. At D = 128 and 256 it is a wider KV tile:
 // wider S tiles amortise the per-step costs (row max / sum shuffles, O rescale, barriers) over
 // more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
 // operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows, three
 // consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows with the
-// tile (D = 128 keeps the narrow tile there, D = 64 for short requests). The paged producer
+// tile (D = 128 and D = 64 keep the narrow tile for short requests). The paged producer
 // resolves one row per thread (N <= 128), so paged K/V takes the wide tile at D = 64, whose
 // wide tile keeps 128 keys, and at D = 256 on gathered pages for problems of 2048 rows or keys
 // and up (kWidePaged, kWidePagedMinLength below).
@@ -118,10 +119,28 @@ constexpr bool kHasWide = TileConfig<kHeadDim, true>::kBlockN != TileConfig<kHea
 template <int kHeadDim>
 constexpr bool kWideMasked = false;
 // D = 256 (sixth session, ncu): 80 keys under a causal mask cut 16k 1.78 -> 1.65 ms and 2k
-// 313 -> 307 us. D = 128's 176 keys did not pay: 2k causal 340 -> 377 us (one Q buffer, no
-// unit fusion, and 128 B of spills with the mask), 16k causal 1.98 -> 1.93 ms.
+// 313 -> 307 us.
 template <>
 constexpr bool kWideMasked<256> = true;
+// D = 128's 176 keys for long requests only (kWideMaskedMinRows): at 2k causal they lost
+// (sixth session, 340 -> 377 us: one Q buffer, no unit fusion, 128 B of spills with the
+// mask). Forty-eighth session (ncu, bf16, B x S = 16k, 16 heads, narrow -> wide): 16k causal
+// 2.01 -> 1.89 ms (the causal-only 176-key kernel, no spills, against the narrow
+// runtime-mask one past kCausalKernelMaxRows), 8k causal 1.03 -> 1.00 ms, non-causal W =
+// 1024 16k 2.38 -> 2.27 ms and 8k 1.29 -> 1.26 ms (the runtime-mask kernel, 96 bytes of
+// spills), but causal W = 4096 927 -> 933 us and W = 1024 324 -> 376 us: a causal window's
+// band of W + 128 keys fills whole 176-key tiles with more waste than 128-key ones, so
+// causal windows keep the narrow tile (kWideMaskedCausalWindows).
+template <>
+constexpr bool kWideMasked<128> = true;
+// Whether a head dim's masked wide tile also takes causal problems with a window.
+template <int kHeadDim>
+constexpr bool kWideMaskedCausalWindows = true;
+template <>
+constexpr bool kWideMaskedCausalWindows<128> = false;
+FB_HD constexpr bool wide_masked_takes_causal_windows(int head_dim) {
+  return head_dim == 128 ? kWideMaskedCausalWindows<128> : true;
+}
 // D = 64 (eighth session, ncu, bf16, 16k tokens, 32 heads): the 192-row tile under a causal
 // mask, 16k 2.99 -> 2.81 ms (paged, pages of 16: 3.60 -> 3.10), 8k 1.57 -> 1.48 ms, but 4k
 // 847 -> 854 us, 2k 502 -> 516 us and 512 216 -> 255 us; at 16k causal W = 4096 1.40 ->
@@ -182,7 +201,8 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 
 // Tiles with a causal-only kernel next to the kAny one (kernels/*_causal.cu): the narrow
 // tiles of D = 64, 128 and 256, contiguous and paged, and the masked wide tiles (D = 64's
-// 192 rows and D = 256's 80 keys, contiguous and paged). The plan picks it
+// 192 rows and D = 256's 80 keys, contiguous and paged; D = 128's 176 keys, contiguous).
+// The plan picks it
 // (use_causal_kernel below) for causal problems without a window or soft cap whose typical
 // request has at most causal_kernel_max_rows() query rows on a narrow tile (gathered pages
 // at any length), at any length on a wide one (D = 64's where kWideMaskedStepCost says);
@@ -208,8 +228,8 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
 // Contiguous and paged K/V have the same tiles with one (the parameter keeps the call
 // sites' shape should a storage lack one again).
-FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool wide) {
-  return wide ? head_dim == 64 || head_dim == 256 : head_dim == 64 || head_dim == 128 || head_dim == 256;
+FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool /*wide*/) {
+  return head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
@@ -265,6 +285,10 @@ template <int kHeadDim>
 constexpr int64_t kWideMaskedMinRows = 0;
 template <>
 constexpr int64_t kWideMaskedMinRows<64> = 1024;
+// D = 128: where the narrow tile's causal-only kernel ends (kCausalKernelMaxRows); the
+// forty-eighth session measured 8k and 16k only.
+template <>
+constexpr int64_t kWideMaskedMinRows<128> = kCausalKernelMaxRows;
 // The wide tile's KV step in thousandths of the narrow tile's, for the head dims whose
 // masked problems choose by makespan (0: by kWideMaskedMinRows alone). Fitted to the seven
 // ratios above (thirty-sixth session): 1.5 rows a step over a 1.136 gain per row.
