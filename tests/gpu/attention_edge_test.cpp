@@ -28,21 +28,6 @@ struct Named {
   bool expect_split_sm90 = false;  // and sm90's
 };
 
-Case make(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
-          int window = -1) {
-  Case c;
-  c.entry = e;
-  c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>(kv.size(), 1) : std::move(qo);
-  c.kv_lens = std::move(kv);
-  c.num_qo_heads = hq;
-  c.num_kv_heads = hk;
-  c.head_dim = d;
-  c.dtype = dt;
-  c.causal = causal;
-  c.window_left = window;
-  return c;
-}
-
 // A batch of n requests with query lengths 1..max_qo (140: one or two 128-row tiles), KV
 // lengths from 0 to qo + 119, every 11th request without keys and every 7th with fewer keys
 // than queries (causal rows that see nothing).
@@ -69,13 +54,13 @@ std::vector<Named> edge_cases() {
   // D=256's earlier 48-key tiles; they stay as lengths that end inside a tile.
   for (int len : {63, 64, 65, 127, 128, 129}) {
     for (bool causal : {false, true})
-      v.push_back({"tile_edge", make(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
-    v.push_back({"tile_edge", make(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
-    v.push_back({"tile_edge", make(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
+      v.push_back({"tile_edge", make_case(E::kRagged, {len}, {len}, 1, 1, 64, f16, causal)});
+    v.push_back({"tile_edge", make_case(E::kSingle, {len}, {len + 1}, 2, 1, 256, bf16, true)});
+    v.push_back({"tile_edge", make_case(E::kDecode, {}, {len, 3}, 4, 1, 128, f16, false)});
   }
   for (int len : {47, 48, 49, 63, 64, 65, 95, 96, 97, 127, 128, 129}) {
-    v.push_back({"tile_edge", make(E::kRagged, {len, 3}, {len, 50}, 2, 1, 256, f16, false)});
-    Case c = make(E::kPaged, {len}, {len + 48}, 2, 2, 256, bf16, true, 40);
+    v.push_back({"tile_edge", make_case(E::kRagged, {len, 3}, {len, 50}, 2, 1, 256, f16, false)});
+    Case c = make_case(E::kPaged, {len}, {len + 48}, 2, 2, 256, bf16, true, 40);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
@@ -83,10 +68,10 @@ std::vector<Named> edge_cases() {
   // gathered pages (16, a diagonal that ends inside a tile, a request without a whole tile)
   // and the narrow one on TMA pages (128, the last tile gathered).
   {
-    Case c = make(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, f16, true);
+    Case c = make_case(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, f16, true);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
-    c = make(E::kPaged, {300}, {430}, 4, 2, 256, bf16, true);
+    c = make_case(E::kPaged, {300}, {430}, 4, 2, 256, bf16, true);
     c.page_size = 128;
     v.push_back({"tile_edge", c});
   }
@@ -101,26 +86,26 @@ std::vector<Named> edge_cases() {
   // see nothing, then a diagonal), 2300 rows under the window. The narrow tile's
   // causal-only and runtime-mask kernels keep TMA pages (64 and 128) and shorter batches.
   for (int len : {79, 80, 81, 159, 160, 161}) {
-    Case c = make(E::kPaged, {len, 3, 16}, {len, 90, 22000}, 2, 1, 256, len % 2 ? f16 : bf16, false);
+    Case c = make_case(E::kPaged, {len, 3, 16}, {len, 90, 22000}, 2, 1, 256, len % 2 ? f16 : bf16, false);
     c.page_size = len < 100 ? 16 : 48;
     v.push_back({"tile_edge", c});
-    c = make(E::kPaged, {len, 2200}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true);
+    c = make_case(E::kPaged, {len, 2200}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true);
     c.page_size = len < 100 ? 48 : 1;
     v.push_back({"tile_edge", c});
-    c = make(E::kPaged, {len, 40, 2300}, {len + 80, 40, 2310}, 2, 1, 256, bf16, true, 75);
+    c = make_case(E::kPaged, {len, 40, 2300}, {len + 80, 40, 2310}, 2, 1, 256, bf16, true, 75);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
   }
   {
-    Case c = make(E::kPaged, {300}, {430}, 4, 2, 256, f16, true);
+    Case c = make_case(E::kPaged, {300}, {430}, 4, 2, 256, f16, true);
     c.page_size = 16;
     v.push_back({"tile_edge", c});
-    c = make(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, bf16, true);
+    c = make_case(E::kPaged, {129, 64}, {193, 64}, 2, 1, 256, bf16, true);
     c.page_size = 64;
     v.push_back({"tile_edge", c});
     c.window_left = 40;  // the narrow tile's runtime-mask kernel with a mask
     v.push_back({"tile_edge", c});
-    c = make(E::kPaged, {200, 77}, {260, 77}, 2, 1, 256, f16, true);
+    c = make_case(E::kPaged, {200, 77}, {260, 77}, 2, 1, 256, f16, true);
     c.page_size = 128;
     c.logits_soft_cap = 5.0f;
     v.push_back({"tile_edge", c});
@@ -132,33 +117,33 @@ std::vector<Named> edge_cases() {
   // keys; 4400 causal rows over 700 keys; 4400 rows under a window), without a mask, causal
   // (the causal-only kernel) and with a window (the runtime-mask one).
   for (int len : {79, 81, 160}) {
-    v.push_back({"tile_edge", make(E::kRagged, {len, 16}, {len, 60000}, 2, 1, 256, len % 2 ? f16 : bf16, false)});
-    v.push_back({"tile_edge", make(E::kRagged, {len, 4400}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true)});
-    v.push_back({"tile_edge", make(E::kRagged, {len, 40, 4400}, {len + 80, 40, 4410}, 2, 1, 256, len % 2 ? f16 : bf16, true, 75)});
+    v.push_back({"tile_edge", make_case(E::kRagged, {len, 16}, {len, 60000}, 2, 1, 256, len % 2 ? f16 : bf16, false)});
+    v.push_back({"tile_edge", make_case(E::kRagged, {len, 4400}, {len + 2, 700}, 2, 2, 256, len % 2 ? bf16 : f16, true)});
+    v.push_back({"tile_edge", make_case(E::kRagged, {len, 40, 4400}, {len + 80, 40, 4410}, 2, 1, 256, len % 2 ? f16 : bf16, true, 75)});
   }
   // and on its 64-key tile below that: causal (f16, the causal-only kernel) and without a
   // mask (bf16, the kernel without masks), keys ending inside a tile.
-  v.push_back({"tile_edge", make(E::kRagged, {300, 65}, {430, 65}, 2, 1, 256, f16, true)});
-  v.push_back({"tile_edge", make(E::kRagged, {200, 50}, {260, 1999}, 2, 2, 256, bf16, false)});
+  v.push_back({"tile_edge", make_case(E::kRagged, {300, 65}, {430, 65}, 2, 1, 256, f16, true)});
+  v.push_back({"tile_edge", make_case(E::kRagged, {200, 50}, {260, 1999}, 2, 2, 256, bf16, false)});
   // D=256 tiles that start mid-page (64-key tiles over 48-slot pages; 32-slot pages
   // align), and causal windows whose edges fall inside a tile or on its edge.
   for (int page : {32, 48}) {
-    Case c = make(E::kPaged, {49, 20}, {97, 150}, 2, 1, 256, f16, false);
+    Case c = make_case(E::kPaged, {49, 20}, {97, 150}, 2, 1, 256, f16, false);
     c.page_size = page;
     v.push_back({"tile_edge", c});
   }
-  v.push_back({"tile_edge", make(E::kRagged, {95, 49}, {97, 96}, 2, 2, 256, bf16, true, 47)});
-  v.push_back({"tile_edge", make(E::kSingle, {48}, {144}, 2, 1, 256, f16, true, 48)});
-  v.push_back({"tile_edge", make(E::kRagged, {127, 65}, {129, 128}, 2, 2, 256, bf16, true, 63)});
-  v.push_back({"tile_edge", make(E::kSingle, {64}, {192}, 2, 1, 256, f16, true, 64)});
+  v.push_back({"tile_edge", make_case(E::kRagged, {95, 49}, {97, 96}, 2, 2, 256, bf16, true, 47)});
+  v.push_back({"tile_edge", make_case(E::kSingle, {48}, {144}, 2, 1, 256, f16, true, 48)});
+  v.push_back({"tile_edge", make_case(E::kRagged, {127, 65}, {129, 128}, 2, 2, 256, bf16, true, 63)});
+  v.push_back({"tile_edge", make_case(E::kSingle, {64}, {192}, 2, 1, 256, f16, true, 64)});
   // sm90's unmasked D = 64 tile is 192 rows (three consumer warpgroups; 127-129 above cross
   // the third one's first row), paged K/V too; the causal ones (short requests) take the
   // 128-row tile. Pages
   // of 16 are gathered, pages of 64 loaded by TMA.
   for (int len : {191, 192, 193}) {
     for (bool causal : {false, true})
-      v.push_back({"tile_edge", make(len == 192 ? E::kSingle : E::kRagged, {len}, {len + 5}, 2, 1, 64, bf16, causal)});
-    Case c = make(E::kPaged, {len, 7}, {len + 5, 300}, 2, 1, 64, len == 192 ? f16 : bf16, false);
+      v.push_back({"tile_edge", make_case(len == 192 ? E::kSingle : E::kRagged, {len}, {len + 5}, 2, 1, 64, bf16, causal)});
+    Case c = make_case(E::kPaged, {len, 7}, {len + 5, 300}, 2, 1, 64, len == 192 ? f16 : bf16, false);
     c.page_size = len == 193 ? 64 : 16;
     v.push_back({"tile_edge", c});
   }
@@ -171,12 +156,12 @@ std::vector<Named> edge_cases() {
   // any length, tile_config.h compiles_soft_cap, so it does not reach
   // launch_unmasked_by_shape's narrow branch as the other two narrow ones do), and kv_len's
   // last tile partial on both tiles.
-  v.push_back({"unmasked_d128", make(E::kSingle, {700}, {768}, 2, 1, 128, bf16, false)});
-  v.push_back({"unmasked_d128", make(E::kSingle, {800}, {800}, 2, 2, 128, f16, false)});
-  v.push_back({"unmasked_d128", make(E::kRagged, {1100, 40, 3}, {1200, 40, 3}, 2, 1, 128, bf16, false)});
-  v.push_back({"unmasked_d128", make(E::kRagged, {500, 40, 3}, {600, 77, 3}, 4, 2, 128, f16, false)});
+  v.push_back({"unmasked_d128", make_case(E::kSingle, {700}, {768}, 2, 1, 128, bf16, false)});
+  v.push_back({"unmasked_d128", make_case(E::kSingle, {800}, {800}, 2, 2, 128, f16, false)});
+  v.push_back({"unmasked_d128", make_case(E::kRagged, {1100, 40, 3}, {1200, 40, 3}, 2, 1, 128, bf16, false)});
+  v.push_back({"unmasked_d128", make_case(E::kRagged, {500, 40, 3}, {600, 77, 3}, 4, 2, 128, f16, false)});
   {
-    Case c = make(E::kRagged, {300, 20}, {400, 20}, 2, 1, 128, f16, false);
+    Case c = make_case(E::kRagged, {300, 20}, {400, 20}, 2, 1, 128, f16, false);
     c.logits_soft_cap = 30.0f;
     v.push_back({"unmasked_d128", c});
   }
@@ -189,12 +174,12 @@ std::vector<Named> edge_cases() {
     ManyRequests m = many_requests(60);
     m.qo.push_back(2800);
     m.kv.push_back(2900);
-    v.push_back({"unmasked_d128", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});
-    Case c = make(E::kRagged, {1300, 0, 7}, {1400, 50, 0}, 4, 2, 128, bf16, false);
+    v.push_back({"unmasked_d128", make_case(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});
+    Case c = make_case(E::kRagged, {1300, 0, 7}, {1400, 50, 0}, 4, 2, 128, bf16, false);
     c.layout = KVLayout::kHND;
     v.push_back({"unmasked_d128", c});
-    v.push_back({"unmasked_d128", make(E::kRagged, {1024}, {3000}, 1, 1, 128, bf16, false), false, true});
-    c = make(E::kRagged, {1100}, {1300}, 2, 1, 128, f16, false);
+    v.push_back({"unmasked_d128", make_case(E::kRagged, {1024}, {3000}, 1, 1, 128, bf16, false), false, true});
+    c = make_case(E::kRagged, {1100}, {1300}, 2, 1, 128, f16, false);
     c.sm_scale = static_cast<float>(45.0 * case_sm_scale(c));
     v.push_back({"unmasked_d128", c});
   }
@@ -204,32 +189,32 @@ std::vector<Named> edge_cases() {
   // by TMA), with partial last tiles (6300 = 32 x 192 + 156, 3073 = 16 x 192 + 1, 1700 = 8 x
   // 192 + 164) and short requests beside the long one (with enough heads for several rounds
   // of units: with one round the narrow tile's are as long and cheaper).
-  v.push_back({"long_masked", make(E::kRagged, {1700, 100}, {1700, 250}, 24, 2, 64, bf16, true)});
-  v.push_back({"long_masked", make(E::kSingle, {3073}, {3600}, 2, 2, 64, f16, false, 300), false, true});
+  v.push_back({"long_masked", make_case(E::kRagged, {1700, 100}, {1700, 250}, 24, 2, 64, bf16, true)});
+  v.push_back({"long_masked", make_case(E::kSingle, {3073}, {3600}, 2, 2, 64, f16, false, 300), false, true});
   // One head: too few 192-row tiles for the GPU, so the causal KV range is split too.
-  v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
+  v.push_back({"long_masked", make_case(E::kRagged, {6300}, {6400}, 1, 1, 64, bf16, true), false, true});
   // Contiguous causal problems without a window or soft cap take the tile's causal-only
   // kernel (the two above); its runtime-mask one meets causal with a window and with a soft
   // cap (5, so that a kernel dropping it fails).
-  v.push_back({"long_masked", make(E::kRagged, {6300}, {6400}, 2, 1, 64, f16, true, 1500)});
+  v.push_back({"long_masked", make_case(E::kRagged, {6300}, {6400}, 2, 1, 64, f16, true, 1500)});
   {
-    Case c = make(E::kSingle, {6200}, {6200}, 2, 2, 64, bf16, true);
+    Case c = make_case(E::kSingle, {6200}, {6200}, 2, 2, 64, bf16, true);
     c.logits_soft_cap = 5.0f;
     v.push_back({"long_masked", c});
   }
   {
-    Case c = make(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
+    Case c = make_case(E::kPaged, {6400}, {6500}, 4, 2, 64, f16, true, 700);
     c.page_size = 16;
     v.push_back({"long_masked", c});
-    c = make(E::kPaged, {2100, 7}, {2110, 300}, 16, 2, 64, bf16, true);
+    c = make_case(E::kPaged, {2100, 7}, {2110, 300}, 16, 2, 64, bf16, true);
     c.page_size = 64;
     v.push_back({"long_masked", c});
     // Paged like contiguous: a second causal case for the causal-only kernel, and a
     // soft-capped one for the runtime-mask kernel.
-    c = make(E::kPaged, {6300}, {6300}, 2, 1, 64, f16, true);
+    c = make_case(E::kPaged, {6300}, {6300}, 2, 1, 64, f16, true);
     c.page_size = 16;
     v.push_back({"long_masked", c});
-    c = make(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, true);
+    c = make_case(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, true);
     c.page_size = 16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"long_masked", c});
@@ -242,36 +227,36 @@ std::vector<Named> edge_cases() {
   // 192-row tile where its makespan pays: long_masked); requests past the old limit of 2048
   // on the causal-only kernel, and a window as wide as the keys (normalised away: the
   // causal-only kernel).
-  v.push_back({"long_causal", make(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
+  v.push_back({"long_causal", make_case(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
   // Masked contiguous D = 128 from 8192 rows per typical request: the 176-key tile, causal
   // on its causal-only kernel (above; a single prefill, tiles derived in the kernel),
   // soft-capped causal and a window without causal on its runtime-mask kernel, with one or
   // two heads (KV splits); a causal window keeps the narrow tile (kWideMaskedCausalWindows).
-  v.push_back({"long_masked_d128", make(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true)});
+  v.push_back({"long_masked_d128", make_case(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true)});
   {
-    Case c = make(E::kRagged, {8200}, {8250}, 1, 1, 128, bf16, true);
+    Case c = make_case(E::kRagged, {8200}, {8250}, 1, 1, 128, bf16, true);
     c.logits_soft_cap = 5.0f;
     v.push_back({"long_masked_d128", c});
   }
-  v.push_back({"long_masked_d128", make(E::kRagged, {8300, 40}, {8400, 40}, 2, 1, 128, f16, false, 700)});
-  v.push_back({"long_masked_d128", make(E::kRagged, {8200}, {8200}, 1, 1, 128, bf16, true, 1000)});
+  v.push_back({"long_masked_d128", make_case(E::kRagged, {8300, 40}, {8400, 40}, 2, 1, 128, f16, false, 700)});
+  v.push_back({"long_masked_d128", make_case(E::kRagged, {8200}, {8200}, 1, 1, 128, bf16, true, 1000)});
   {
-    Case c = make(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
+    Case c = make_case(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
     c.page_size = 16;
     v.push_back({"long_causal", c});
     c.page_size = 64;
     v.push_back({"long_causal", c});
   }
-  v.push_back({"long_causal", make(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
+  v.push_back({"long_causal", make_case(E::kRagged, {2100, 30}, {2200, 30}, 2, 1, 128, bf16, true)});
   // D = 64 with 8 heads: two rounds of 128-row units against one of 192-row ones, as long:
   // the narrow tile (with 2 heads the wide tile's fewer units would split and take it).
-  v.push_back({"long_causal", make(E::kSingle, {3000}, {3000}, 8, 2, 64, f16, true)});
-  v.push_back({"long_causal", make(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
+  v.push_back({"long_causal", make_case(E::kSingle, {3000}, {3000}, 8, 2, 64, f16, true)});
+  v.push_back({"long_causal", make_case(E::kRagged, {2000, 48}, {2000, 100}, 2, 1, 128, f16, true, 1999)});
   {
-    Case c = make(E::kPaged, {2100, 30}, {2200, 30}, 2, 1, 128, f16, true);
+    Case c = make_case(E::kPaged, {2100, 30}, {2200, 30}, 2, 1, 128, f16, true);
     c.page_size = 16;
     v.push_back({"long_causal", c});
-    c = make(E::kPaged, {3000}, {3000}, 8, 2, 64, bf16, true);
+    c = make_case(E::kPaged, {3000}, {3000}, 8, 2, 64, bf16, true);
     c.page_size = 64;
     v.push_back({"long_causal", c});
   }
@@ -282,97 +267,97 @@ std::vector<Named> edge_cases() {
   // (L / L), also paged; a slab wholly past qo_len (all N); a slab whose rows all see
   // nothing (qo > kv causal). (Written for the half-tile experiment, thirteenth session;
   // they test any backend's masks at these edges.)
-  v.push_back({"half_tiles", make(E::kRagged, {128}, {160}, 2, 1, 128, bf16, true)});
-  v.push_back({"half_tiles", make(E::kSingle, {512}, {512}, 2, 1, 128, f16, true, 100)});
-  v.push_back({"half_tiles", make(E::kRagged, {256}, {256}, 2, 1, 128, bf16, true, 10)});
-  v.push_back({"half_tiles", make(E::kRagged, {100}, {170}, 2, 1, 128, f16, false, 120)});
+  v.push_back({"half_tiles", make_case(E::kRagged, {128}, {160}, 2, 1, 128, bf16, true)});
+  v.push_back({"half_tiles", make_case(E::kSingle, {512}, {512}, 2, 1, 128, f16, true, 100)});
+  v.push_back({"half_tiles", make_case(E::kRagged, {256}, {256}, 2, 1, 128, bf16, true, 10)});
+  v.push_back({"half_tiles", make_case(E::kRagged, {100}, {170}, 2, 1, 128, f16, false, 120)});
   {
-    Case c = make(E::kPaged, {100}, {170}, 2, 1, 128, bf16, false);
+    Case c = make_case(E::kPaged, {100}, {170}, 2, 1, 128, bf16, false);
     c.page_size = 16;
     v.push_back({"half_tiles", c});
   }
-  v.push_back({"half_tiles", make(E::kRagged, {300, 40}, {300, 300}, 2, 1, 128, bf16, true)});
-  v.push_back({"half_tiles", make(E::kSingle, {200}, {100}, 2, 2, 128, f16, true)});
+  v.push_back({"half_tiles", make_case(E::kRagged, {300, 40}, {300, 300}, 2, 1, 128, bf16, true)});
+  v.push_back({"half_tiles", make_case(E::kSingle, {200}, {100}, 2, 2, 128, f16, true)});
   // Causal with more queries than keys: the first rows see nothing (exact 0 / -inf).
-  v.push_back({"qo_gt_kv", make(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
-  v.push_back({"qo_gt_kv", make(E::kRagged, {100, 60}, {47, 49}, 2, 1, 256, bf16, true)});
+  v.push_back({"qo_gt_kv", make_case(E::kSingle, {100}, {40}, 2, 2, 128, f16, true)});
+  v.push_back({"qo_gt_kv", make_case(E::kRagged, {100, 60}, {47, 49}, 2, 1, 256, bf16, true)});
   {
-    Case c = make(E::kPaged, {100, 3}, {40, 0}, 4, 2, 64, bf16, true);
+    Case c = make_case(E::kPaged, {100, 3}, {40, 0}, 4, 2, 64, bf16, true);
     c.page_size = 16;
     v.push_back({"qo_gt_kv", c});
   }
   // Window 0: causal sees only the diagonal; non-causal sees p(i)..kv_len-1.
-  v.push_back({"window0", make(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, bf16, true, 0)});
-  v.push_back({"window0", make(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, f16, false, 0)});
+  v.push_back({"window0", make_case(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, bf16, true, 0)});
+  v.push_back({"window0", make_case(E::kRagged, {150, 7}, {200, 9}, 2, 1, 128, f16, false, 0)});
   // GQA 32/8 and 7/1 (packed rows: 4 and 7 heads per kv head).
-  v.push_back({"gqa", make(E::kRagged, {70, 5}, {90, 300}, 32, 8, 64, f16, true)});
-  v.push_back({"gqa", make(E::kDecode, {}, {300, 17, 1000}, 32, 8, 128, bf16, false)});
-  v.push_back({"gqa", make(E::kRagged, {33}, {200}, 7, 1, 128, f16, false)});
+  v.push_back({"gqa", make_case(E::kRagged, {70, 5}, {90, 300}, 32, 8, 64, f16, true)});
+  v.push_back({"gqa", make_case(E::kDecode, {}, {300, 17, 1000}, 32, 8, 128, bf16, false)});
+  v.push_back({"gqa", make_case(E::kRagged, {33}, {200}, 7, 1, 128, f16, false)});
   // D = 64 prefill with groups that do not divide sm80's 4-row output step (8 and 3): the
   // epilogue's per-row destinations rather than its stride walk.
-  v.push_back({"gqa", make(E::kRagged, {37, 5}, {90, 200}, 8, 1, 64, bf16, true)});
-  v.push_back({"gqa", make(E::kRagged, {45}, {130}, 6, 2, 64, f16, false)});
-  v.push_back({"gqa", make(E::kDecode, {}, {129, 4}, 7, 1, 64, bf16, false, 31)});
+  v.push_back({"gqa", make_case(E::kRagged, {37, 5}, {90, 200}, 8, 1, 64, bf16, true)});
+  v.push_back({"gqa", make_case(E::kRagged, {45}, {130}, 6, 2, 64, f16, false)});
+  v.push_back({"gqa", make_case(E::kDecode, {}, {129, 4}, 7, 1, 64, bf16, false, 31)});
   {
-    Case c = make(E::kPaged, {40, 19}, {180, 19}, 7, 1, 256, f16, true, 31);
+    Case c = make_case(E::kPaged, {40, 19}, {180, 19}, 7, 1, 256, f16, true, 31);
     c.page_size = 5;
     v.push_back({"gqa", c});
   }
   // Empty requests: no queries, no keys, both.
-  v.push_back({"empty", make(E::kRagged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 128, f16, false)});
+  v.push_back({"empty", make_case(E::kRagged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 128, f16, false)});
   {
-    Case c = make(E::kPaged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 64, bf16, true);
+    Case c = make_case(E::kPaged, {0, 17, 0, 33, 5}, {5, 0, 0, 70, 129}, 2, 1, 64, bf16, true);
     c.page_size = 5;
     v.push_back({"empty", c});
   }
-  v.push_back({"empty", make(E::kDecode, {}, {0, 5, 0, 300}, 4, 2, 128, f16, false)});
+  v.push_back({"empty", make_case(E::kDecode, {}, {0, 5, 0, 300}, 4, 2, 128, f16, false)});
   // Skewed: 1 and 8191 in one batch (few tiles, one very long: split-KV and ordering).
-  v.push_back({"skew", make(E::kRagged, {1, 64}, {1, 8191}, 2, 1, 64, f16, true)});
+  v.push_back({"skew", make_case(E::kRagged, {1, 64}, {1, 8191}, 2, 1, 64, f16, true)});
   {
-    Case c = make(E::kPaged, {64, 1}, {8191, 1}, 2, 1, 128, bf16, false, 2000);
+    Case c = make_case(E::kPaged, {64, 1}, {8191, 1}, 2, 1, 128, bf16, false, 2000);
     c.page_size = 16;
     v.push_back({"skew", c});
   }
-  v.push_back({"skew", make(E::kDecode, {}, {1, 8191}, 8, 2, 128, f16, false)});
+  v.push_back({"skew", make_case(E::kDecode, {}, {1, 8191}, 8, 2, 128, f16, false)});
   // Too few row tiles for the GPU: the KV range must be split and merged.
-  v.push_back({"split", make(E::kDecode, {}, {4000}, 8, 1, 128, bf16, false), true});
-  v.push_back({"split", make(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
-  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
-  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 64-key tiles
+  v.push_back({"split", make_case(E::kDecode, {}, {4000}, 8, 1, 128, bf16, false), true});
+  v.push_back({"split", make_case(E::kDecode, {}, {4000}, 4, 2, 256, f16, false, 1000), true});
+  v.push_back({"split", make_case(E::kRagged, {16}, {3000}, 2, 1, 64, f16, true, 700), true});
+  v.push_back({"split", make_case(E::kRagged, {16}, {3000}, 2, 1, 256, bf16, true, 700), true});  // sm90: 64-key tiles
   // sm90: split partial states from the unmasked narrow D = 256 kernel (64 keys, mask folded away).
-  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 256, f16, false), true, true});
+  v.push_back({"split", make_case(E::kRagged, {16}, {3000}, 2, 1, 256, f16, false), true, true});
   // sm90: and from the 80-key contiguous kernels (kWideContiguousMinLength): without masks
   // (5000 keys), causal-only and, soft-capped, the runtime-mask one (4200 causal rows over
   // 700 keys, one head: 33 query tiles, the last sees 9 tiles of 80, so two splits).
-  v.push_back({"split", make(E::kRagged, {16}, {5000}, 2, 1, 256, bf16, false), false, true});
+  v.push_back({"split", make_case(E::kRagged, {16}, {5000}, 2, 1, 256, bf16, false), false, true});
   {
-    Case c = make(E::kRagged, {4200}, {700}, 1, 1, 256, f16, true);
+    Case c = make_case(E::kRagged, {4200}, {700}, 1, 1, 256, f16, true);
     v.push_back({"split", c, false, true});
     c.dtype = bf16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"split", c, false, true});
   }
   // sm90: split partial states from the 192-row D = 64 tile, contiguous and paged.
-  v.push_back({"split", make(E::kRagged, {16}, {3000}, 2, 1, 64, bf16, false), true, true});
+  v.push_back({"split", make_case(E::kRagged, {16}, {3000}, 2, 1, 64, bf16, false), true, true});
   {
-    Case c = make(E::kPaged, {40}, {2500}, 2, 2, 64, f16, false);
+    Case c = make_case(E::kPaged, {40}, {2500}, 2, 2, 64, f16, false);
     c.page_size = 16;
     v.push_back({"split", c, true, true});
   }
   {
-    Case c = make(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
+    Case c = make_case(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
     c.page_size = 1;
     v.push_back({"split", c, true});
     // sm90: split partial states from the unmasked narrow paged kernels (D = 128 and 256).
-    c = make(E::kPaged, {40}, {2500}, 4, 4, 128, f16, false);
+    c = make_case(E::kPaged, {40}, {2500}, 4, 4, 128, f16, false);
     c.page_size = 16;
     v.push_back({"split", c, true, true});
-    c = make(E::kPaged, {40}, {2500}, 2, 1, 256, bf16, false);
+    c = make_case(E::kPaged, {40}, {2500}, 2, 1, 256, bf16, false);
     c.page_size = 128;
     v.push_back({"split", c, true, true});
   }
   {
-    Case c = make(E::kDecode, {}, {3000, 2}, 8, 8, 64, f16, false);
+    Case c = make_case(E::kDecode, {}, {3000, 2}, 8, 8, 64, f16, false);
     c.logits_soft_cap = 30.0f;
     c.layout = KVLayout::kHND;
     v.push_back({"split", c, true});
@@ -381,7 +366,7 @@ std::vector<Named> edge_cases() {
   // from tile to tile, sm90's lazy softmax reference (D = 256) moves mid-row and its weights
   // reach 2^8.
   for (bool causal : {false, true}) {
-    Case c = make(E::kRagged, {200, 77}, {260, 77}, 2, 1, 256, causal ? f16 : bf16, causal);
+    Case c = make_case(E::kRagged, {200, 77}, {260, 77}, 2, 1, 256, causal ? f16 : bf16, causal);
     c.sm_scale = 0.5f;
     v.push_back({"peaky", c});
   }
@@ -398,48 +383,48 @@ std::vector<Named> edge_cases() {
         c.sm_scale = static_cast<float>(boost * case_sm_scale(c));  // the default times boost
         v.push_back({"peaky", c});
       };
-      peaky(make(E::kRagged, {200, 77}, {500, 77}, 2, 1, 128, causal ? f16 : bf16, causal));
-      peaky(make(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal));
-      Case paged = make(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
+      peaky(make_case(E::kRagged, {200, 77}, {500, 77}, 2, 1, 128, causal ? f16 : bf16, causal));
+      peaky(make_case(E::kRagged, {300}, {900}, 2, 2, 64, causal ? bf16 : f16, causal));
+      Case paged = make_case(E::kPaged, {130}, {600}, 4, 2, 128, bf16, causal);
       paged.page_size = 16;
       peaky(paged);
     }
   // Soft cap with masks. Causal without a window as well: sm90 runs those on its
   // runtime-mask kernels, since its causal-only kernels leave the soft cap out.
   {
-    Case c = make(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
+    Case c = make_case(E::kRagged, {90, 130}, {90, 200}, 4, 2, 128, bf16, true, 63);
     c.logits_soft_cap = 30.0f;
     v.push_back({"softcap", c});
-    c = make(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, bf16, true);
+    c = make_case(E::kRagged, {200, 77}, {700, 77}, 2, 1, 128, bf16, true);
     c.logits_soft_cap = 30.0f;
     v.push_back({"softcap", c});
-    c = make(E::kPaged, {130}, {600}, 4, 2, 64, f16, true);
+    c = make_case(E::kPaged, {130}, {600}, 4, 2, 64, f16, true);
     c.page_size = 16;
     c.logits_soft_cap = 20.0f;
     v.push_back({"softcap", c});
-    c = make(E::kSingle, {300}, {300}, 2, 2, 64, bf16, true);
+    c = make_case(E::kSingle, {300}, {300}, 2, 2, 64, bf16, true);
     c.logits_soft_cap = 20.0f;
     v.push_back({"softcap", c});
-    c = make(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);  // sm90: the 64-key tile's runtime-mask kernel
+    c = make_case(E::kRagged, {200, 77}, {300, 77}, 2, 1, 256, f16, true);  // sm90: the 64-key tile's runtime-mask kernel
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
     // and the 80-key one's (a request of 4400 rows: kWideContiguousMinLength)
-    c = make(E::kRagged, {200, 77, 4400}, {300, 77, 700}, 2, 1, 256, bf16, true);
+    c = make_case(E::kRagged, {200, 77, 4400}, {300, 77, 700}, 2, 1, 256, bf16, true);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
-    c = make(E::kPaged, {130, 64}, {300, 64}, 2, 1, 256, bf16, true);  // sm90: D = 256's runtime-mask paged kernel
+    c = make_case(E::kPaged, {130, 64}, {300, 64}, 2, 1, 256, bf16, true);  // sm90: D = 256's runtime-mask paged kernel
     c.page_size = 16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
     // and the 80-key one's (a request of 2250 rows brings the batch to that tile:
     // kWidePagedMinLength)
-    c = make(E::kPaged, {130, 64, 2250}, {300, 64, 700}, 2, 1, 256, f16, true);
+    c = make_case(E::kPaged, {130, 64, 2250}, {300, 64, 700}, 2, 1, 256, f16, true);
     c.page_size = 16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap", c});
   }
   {
-    Case c = make(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
+    Case c = make_case(E::kDecode, {}, {500, 77}, 8, 4, 256, f16, false);
     c.logits_soft_cap = 50.0f;
     v.push_back({"softcap", c});
   }
@@ -449,19 +434,19 @@ std::vector<Named> edge_cases() {
   // tile (where its makespan pays, as for a mask). A cap of 5 moves the logits by up to ~10% where a cap of 30
   // moves them by under 1%, within bf16's tolerance: a kernel that dropped the cap fails.
   for (int d : {64, 128, 256}) {
-    Case c = make(E::kRagged, {150, 33}, {270, 40}, 4, 2, d, d == 128 ? f16 : bf16, false);
+    Case c = make_case(E::kRagged, {150, 33}, {270, 40}, 4, 2, d, d == 128 ? f16 : bf16, false);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap_unmasked", c});
-    c = make(E::kPaged, {70, 129}, {300, 129}, 2, 1, d, d == 128 ? bf16 : f16, false);
+    c = make_case(E::kPaged, {70, 129}, {300, 129}, 2, 1, d, d == 128 ? bf16 : f16, false);
     c.page_size = d == 64 ? 16 : 64;
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap_unmasked", c});
   }
   {
-    Case c = make(E::kRagged, {2100, 50}, {2200, 60}, 8, 1, 64, f16, false);
+    Case c = make_case(E::kRagged, {2100, 50}, {2200, 60}, 8, 1, 64, f16, false);
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap_unmasked", c});
-    c = make(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, false);
+    c = make_case(E::kPaged, {6200}, {6250}, 2, 2, 64, bf16, false);
     c.page_size = 16;
     c.logits_soft_cap = 5.0f;
     v.push_back({"softcap_unmasked", c});
@@ -469,7 +454,7 @@ std::vector<Named> edge_cases() {
   // Page sizes x layouts, separate and stacked caches.
   for (int ps : {1, 5, 16, 128})
     for (KVLayout layout : {KVLayout::kNHD, KVLayout::kHND}) {
-      Case c = make(E::kPaged, {37, 100}, {300, 129}, 4, 2, 128, ps % 2 ? f16 : bf16, true);
+      Case c = make_case(E::kPaged, {37, 100}, {300, 129}, 4, 2, 128, ps % 2 ? f16 : bf16, true);
       c.page_size = ps;
       c.layout = layout;
       c.stacked_kv = layout == KVLayout::kNHD;
@@ -478,7 +463,7 @@ std::vector<Named> edge_cases() {
   // sm90 TMA pages at D = 128: pages of 64 (two page blocks x two column blocks of boxes
   // per tile) and of 256 (two tiles per page), each with a gathered last tile.
   for (int ps : {64, 256}) {
-    Case c = make(E::kPaged, {37, 100}, {1100, 129}, 4, 2, 128, ps == 64 ? bf16 : f16, ps == 256);
+    Case c = make_case(E::kPaged, {37, 100}, {1100, 129}, 4, 2, 128, ps == 64 ? bf16 : f16, ps == 256);
     c.page_size = ps;
     v.push_back({"tma_pages", c});
   }
@@ -489,34 +474,34 @@ std::vector<Named> edge_cases() {
   // causal rows that see nothing. The smaller problems above fit in one unit per CTA.
   {
     const ManyRequests m = many_requests(60);
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: narrow (short)
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 2, 128, bf16, true)});
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 1, 128, f16, false)});  // sm90: narrow (short)
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 2, 64, f16, false, 100)});
     // sm90 fused unit boundaries with a short window: primed units whose first tile a
     // slab does not see.
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
-    v.push_back({"many_units", make(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 64 keys
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 2, 128, f16, true, 10)});
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 4, 256, bf16, true)});
+    v.push_back({"many_units", make_case(E::kRagged, m.qo, m.kv, 8, 4, 256, f16, false)});  // sm90: unmasked 64 keys
     // sm90: the 80-key tile on gathered pages, its two row tables carried from unit to unit
     // (requests of 2048 rows and up take it: kWidePagedMinLength); causal with fewer keys
     // than rows (units that see nothing among them) on pages of 16, without a mask on
     // pages of 1.
     for (bool causal : {false, true}) {
-      Case c = make(E::kPaged, {2200, 2180, 2300}, causal ? std::vector<int>{900, 700, 1000} : std::vector<int>{2100, 2300, 2150},
+      Case c = make_case(E::kPaged, {2200, 2180, 2300}, causal ? std::vector<int>{900, 700, 1000} : std::vector<int>{2100, 2300, 2150},
                     8, 4, 256, causal ? bf16 : f16, causal);
       c.page_size = causal ? 16 : 1;
       v.push_back({"many_units", c});
     }
     // sm90: the 192-row D = 64 tile, with requests up to 3 tiles long.
     const ManyRequests tall = many_requests(60, 420);
-    v.push_back({"many_units", make(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
+    v.push_back({"many_units", make_case(E::kRagged, tall.qo, tall.kv, 8, 2, 64, bf16, false)});
     for (int ps : {16, 128}) {
-      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, ps == 16 ? 128 : 64, ps == 16 ? bf16 : f16, ps == 16);
+      Case c = make_case(E::kPaged, m.qo, m.kv, 8, 2, ps == 16 ? 128 : 64, ps == 16 ? bf16 : f16, ps == 16);
       c.page_size = ps;
       v.push_back({"many_units", c});
     }
     {  // sm90: the unmasked narrow paged kernel
-      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, 128, f16, false);
+      Case c = make_case(E::kPaged, m.qo, m.kv, 8, 2, 128, f16, false);
       c.page_size = 16;
       v.push_back({"many_units", c});
     }
@@ -526,19 +511,19 @@ std::vector<Named> edge_cases() {
     // last tile of a request gathered), the 192-row D = 64 tile, and units of 4 to 15 KV
     // tiles between one-tile and empty ones.
     for (int ps : {128, 256}) {
-      Case c = make(E::kPaged, m.qo, m.kv, 8, 2, 128, ps == 128 ? bf16 : f16, ps == 256);
+      Case c = make_case(E::kPaged, m.qo, m.kv, 8, 2, 128, ps == 128 ? bf16 : f16, ps == 256);
       c.page_size = ps;
       v.push_back({"many_units", c});
     }
     {
-      Case c = make(E::kPaged, tall.qo, tall.kv, 8, 2, 64, bf16, false);
+      Case c = make_case(E::kPaged, tall.qo, tall.kv, 8, 2, 64, bf16, false);
       c.page_size = 16;
       v.push_back({"many_units", c});
     }
     {
       ManyRequests longer = m;
       for (std::size_t i = 1; i < longer.kv.size(); i += 3) longer.kv[i] = 500 + static_cast<int>(i) * 23;
-      Case c = make(E::kPaged, longer.qo, longer.kv, 8, 2, 128, bf16, true);
+      Case c = make_case(E::kPaged, longer.qo, longer.kv, 8, 2, 128, bf16, true);
       c.page_size = 16;
       v.push_back({"many_units", c});
     }
@@ -546,22 +531,22 @@ std::vector<Named> edge_cases() {
   // Outputs with padding between tokens (8 or 16 elements: GPU rows stay 16-byte aligned),
   // which must stay unwritten.
   {
-    Case c = make(E::kRagged, {130, 5}, {200, 70}, 4, 2, 128, bf16, true);
+    Case c = make_case(E::kRagged, {130, 5}, {200, 70}, 4, 2, 128, bf16, true);
     c.out_token_pad = 8;
     v.push_back({"out_pad", c});
-    c = make(E::kSingle, {200}, {333}, 2, 1, 64, f16, false);
+    c = make_case(E::kSingle, {200}, {333}, 2, 1, 64, f16, false);
     c.out_token_pad = 8;
     v.push_back({"out_pad", c});
-    c = make(E::kPaged, {70, 129}, {90, 300}, 2, 2, 256, bf16, true);
+    c = make_case(E::kPaged, {70, 129}, {90, 300}, 2, 2, 256, bf16, true);
     c.out_token_pad = 16;
     v.push_back({"out_pad", c});
-    c = make(E::kRagged, {16}, {3000}, 2, 1, 128, f16, false);  // split-KV: merged outputs
+    c = make_case(E::kRagged, {16}, {3000}, 2, 1, 128, f16, false);  // split-KV: merged outputs
     c.out_token_pad = 8;
     v.push_back({"out_pad", c, true, true});
   }
   // Scale and LSE options.
   {
-    Case c = make(E::kSingle, {80}, {80}, 2, 2, 64, f16, false);
+    Case c = make_case(E::kSingle, {80}, {80}, 2, 2, 64, f16, false);
     c.sm_scale = 0.3f;
     v.push_back({"options", c});
     c.sm_scale.reset();

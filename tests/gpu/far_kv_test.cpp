@@ -9,6 +9,7 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "case.h"
@@ -20,16 +21,7 @@ namespace {
 
 Case far(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
          int window, KVLayout layout, int page_size = 16) {
-  Case c;
-  c.entry = e;
-  c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>(kv.size(), 1) : std::move(qo);
-  c.kv_lens = std::move(kv);
-  c.num_qo_heads = hq;
-  c.num_kv_heads = hk;
-  c.head_dim = d;
-  c.dtype = dt;
-  c.causal = causal;
-  c.window_left = window;
+  Case c = make_case(e, std::move(qo), std::move(kv), hq, hk, d, dt, causal, window);
   c.layout = layout;
   c.page_size = page_size;
   c.far_kv = true;

@@ -3,11 +3,27 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/mask.h"
 #include "flashband/config.h"
 
 namespace flashband::testing {
+
+Case make_case(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
+               int window) {
+  Case c;
+  c.entry = e;
+  c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>(kv.size(), 1) : std::move(qo);
+  c.kv_lens = std::move(kv);
+  c.num_qo_heads = hq;
+  c.num_kv_heads = hk;
+  c.head_dim = d;
+  c.dtype = dt;
+  c.causal = causal;
+  c.window_left = window;
+  return c;
+}
 
 std::vector<Backend> gpu_test_backends() {
   // Every GPU backend this build contains; a case a backend does not claim is skipped.

@@ -23,6 +23,11 @@ ProblemDesc problem_of(const Case& c);
 // A case on a backend: device kCUDA, the backend set.
 Case on_backend(Case c, Backend b);
 
+// A case from its shape: one qo and kv length per request (decode ignores qo: one row
+// each), heads, head dim, dtype and mask; the other fields keep Case's defaults.
+Case make_case(EntryPoint e, std::vector<int> qo, std::vector<int> kv, int hq, int hk, int d, DType dt, bool causal,
+               int window = -1);
+
 // The gtest parameter name of (backend, case).
 std::string param_name(Backend b, const Case& c);
 
