@@ -34,10 +34,12 @@ struct Case {
   // out_token_pad); they must stay unwritten. On a GPU the pad must keep rows 16-byte
   // aligned (a multiple of 8 two-byte elements).
   int out_token_pad = 0;
-  // GPU only (ragged, paged, decode): every request's K and V lie past element 2^31 (and
-  // byte 2^32) of their tensors, behind poison that a 32-bit offset would read: NHD and
-  // paged caches get that many tokens or pages in front, HND each head's block (GiBs of
-  // device memory a case).
+  // GPU only (ragged, paged, decode): K and V past element 2^31 (and byte 2^32) of their
+  // tensors, with poison wherever a 32-bit offset would land instead. Paged caches: every
+  // page, behind that many poison pages. Ragged (indptr starts at 0, so the first token
+  // stays at offset 0): NHD stretches the token stride until the last token lies past
+  // 2^31, HND the head stride until every head but the first does. GiBs of device memory
+  // a case.
   bool far_kv = false;
   Backend backend = Backend::kCPU;
   Device device = Device::kCPU;

@@ -34,10 +34,12 @@ std::vector<double> read_back(const DeviceBuffer& buf, DType dtype, int64_t nume
 constexpr int64_t kFarElements = int64_t{1} << 31;
 constexpr unsigned char kPoisonByte = 0x4B;  // bf16 0x4B4B is 1.3e7, fp16 14.6: logits that win
 
-// The smallest stride, in whole 16-byte chunks of two-byte elements, at least `min` whose
-// `count`-th multiple passes kFarElements.
-int64_t far_stride(int64_t min, int64_t count) {
-  const int64_t s = std::max(min, kFarElements / std::max<int64_t>(count, 1) + 1);
+// The smallest stride, in whole 16-byte chunks of two-byte elements, at least `block` (the
+// elements of one block of data) whose `count`-th multiple passes kFarElements + block: an
+// offset that wraps at 2^31 elements (2^32 bytes) then lands after the first block, in
+// poison, not in data.
+int64_t far_stride(int64_t block, int64_t count) {
+  const int64_t s = std::max(block, (kFarElements + block) / std::max<int64_t>(count, 1) + 1);
   return (s + 7) / 8 * 8;
 }
 

@@ -229,12 +229,16 @@ std::vector<Named> edge_cases() {
   // causal-only kernel).
   v.push_back({"long_causal", make_case(E::kRagged, {8300, 30}, {8400, 30}, 1, 1, 128, bf16, true)});
   // Masked contiguous D = 128 from 8192 rows per typical request: the 176-key tile, causal
-  // on its causal-only kernel (above; a single prefill, tiles derived in the kernel),
-  // soft-capped causal and a window without causal on its runtime-mask kernel, with one or
-  // two heads (KV splits); a causal window keeps the narrow tile (kWideMaskedCausalWindows).
-  v.push_back({"long_masked_d128", make_case(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true)});
+  // on its causal-only kernel (above, and a single prefill here), soft-capped causal, a soft
+  // cap alone and a window without causal on its runtime-mask kernel, one head (the KV range
+  // split: too few units for the GPU) or two; a causal window keeps the narrow tile
+  // (kWideMaskedCausalWindows). MaskedD128CasesCoverBothTiles checks each case's tile.
+  v.push_back({"long_masked_d128", make_case(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true), false, true});
   {
     Case c = make_case(E::kRagged, {8200}, {8250}, 1, 1, 128, bf16, true);
+    c.logits_soft_cap = 5.0f;
+    v.push_back({"long_masked_d128", c, false, true});
+    c = make_case(E::kRagged, {8300, 50}, {8340, 90}, 1, 1, 128, f16, false);
     c.logits_soft_cap = 5.0f;
     v.push_back({"long_masked_d128", c});
   }
@@ -662,6 +666,29 @@ TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
   }
   EXPECT_EQ(tall, 9);
   EXPECT_GE(narrow, 10);
+}
+
+// The long_masked_d128 cases run sm90's masked contiguous D = 128 problems on the tile they
+// were written for: the 176-key one's causal-only kernel (with long_causal's 8300-row
+// request) and its runtime-mask one (soft caps, a window without causal), and the narrow
+// tile under a causal window (kWideMaskedCausalWindows<128>).
+TEST(GpuEdgeCases, MaskedD128CasesCoverBothTiles) {
+  int wide_causal = 0, wide_runtime = 0, narrow = 0;
+  for (const Named& n : edge_cases()) {
+    if (n.label != "long_masked_d128" && !(n.label == "long_causal" && n.c.head_dim == 128)) continue;
+    if (n.c.entry == EntryPoint::kPaged || n.c.qo_lens[0] < 8192) continue;  // long contiguous requests
+    const int block_n = sm90_tile(n.c).block_n;
+    if (n.c.causal && n.c.window_left >= 0) {
+      EXPECT_EQ(block_n, 128) << n.c.name() << ": a causal window keeps the narrow tile";
+      ++narrow;
+    } else {
+      EXPECT_EQ(block_n, 176) << n.c.name();
+      ++(sm90_causal_kernel(n.c) ? wide_causal : wide_runtime);
+    }
+  }
+  EXPECT_GE(wide_causal, 2);
+  EXPECT_GE(wide_runtime, 3);
+  EXPECT_GE(narrow, 1);
 }
 
 // The unmasked_d128 cases run sm90's contiguous D = 128 unmasked problems on both tiles:

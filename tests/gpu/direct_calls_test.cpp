@@ -116,6 +116,17 @@ std::vector<Case> no_workspace_cases() {
   c.head_dim = 64;
   c.dtype = DType::kBF16;
   v.push_back(c);
+  // sm90: masked D = 128 on the 176-key tile (from 8192 rows), its tiles derived in the
+  // kernel: the causal-only kernel, and the runtime-mask one under a window without causal.
+  c.qo_lens = {8200};
+  c.kv_lens = {8300};
+  c.window_left = -1;
+  c.head_dim = 128;
+  v.push_back(c);
+  c.causal = false;
+  c.window_left = 700;
+  c.dtype = DType::kF16;
+  v.push_back(c);
   return v;
 }
 

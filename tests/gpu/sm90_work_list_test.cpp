@@ -404,6 +404,7 @@ TEST(Sm90WorkList, MaskedD128TileByWindow) {
   EXPECT_TRUE(wide(false, 4096));
   EXPECT_FALSE(wide(true, 1024));
   EXPECT_FALSE(wide(true, 4096));
+  EXPECT_FALSE(wide(true, 0));  // window 0: each row sees its diagonal key only
   EXPECT_FALSE(wide(true, -1, 128, true));  // paged
   EXPECT_TRUE(wide(true, 4096, 256));
   EXPECT_FALSE(wide_masked_takes_causal_windows(128));

@@ -226,8 +226,9 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // 1.63 ms. Paged D = 256's narrow tile the same way (its SASS 5872 -> 5272 lines, spills
 // unchanged at 20 bytes): 512 causal page 16 133.5 -> 126.3 us, 2k causal page 16 310.6 ->
 // 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
-// Contiguous and paged K/V have the same tiles with one (the parameter keeps the call
-// sites' shape should a storage lack one again).
+// Contiguous and paged K/V have the same tiles with one where both have the tile (paged
+// D = 128 has no wide tile; the parameter keeps the call sites' shape should a storage lack
+// a kernel again).
 FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool /*wide*/) {
   return head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
