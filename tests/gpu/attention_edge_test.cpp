@@ -532,6 +532,18 @@ std::vector<Named> edge_cases() {
       v.push_back({"many_units", c});
     }
   }
+  // Causal batches of three to four rounds of sm90 units whose plan swaps items of a bucket
+  // to balance the persistent grid (work_list.cpp balance_snake; BalancedUnitsCasesAreBalanced
+  // checks that it does): contiguous equal and ragged requests, pages of 16.
+  v.push_back({"balanced_units", make_case(E::kRagged, {640, 640, 640, 640, 640, 640}, {640, 640, 640, 640, 640, 640},
+                                           16, 4, 128, bf16, true)});
+  v.push_back({"balanced_units", make_case(E::kRagged, {700, 520, 640, 610, 655, 500}, {760, 520, 700, 610, 700, 540},
+                                           16, 16, 128, f16, true)});
+  {
+    Case c = make_case(E::kPaged, {640, 640, 640}, {640, 640, 640}, 32, 8, 64, f16, true);
+    c.page_size = 16;
+    v.push_back({"balanced_units", c});
+  }
   // Outputs with padding between tokens (8 or 16 elements: GPU rows stay 16-byte aligned),
   // which must stay unwritten.
   {
@@ -689,6 +701,38 @@ TEST(GpuEdgeCases, MaskedD128CasesCoverBothTiles) {
   EXPECT_GE(wide_causal, 2);
   EXPECT_GE(wide_runtime, 3);
   EXPECT_GE(narrow, 1);
+}
+
+// The balanced_units cases run lists that balance_snake reordered: on the H200's SM count
+// the balanced list's makespan is below the bucket order's (so the two differ).
+TEST(GpuEdgeCases, BalancedUnitsCasesAreBalanced) {
+  int balanced = 0;
+  for (const Named& n : edge_cases()) {
+    if (n.label != "balanced_units") continue;
+    std::vector<int32_t> qo_indptr = {0};
+    for (int q : n.c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
+    const std::vector<int32_t> kv_lens(n.c.kv_lens.begin(), n.c.kv_lens.end());
+    const sm90::TileShape tile = sm90_tile(n.c);
+    sm90::WorkListInput in;
+    in.batch = static_cast<int>(n.c.qo_lens.size());
+    in.qo_indptr = qo_indptr.data();
+    in.kv_start = qo_indptr.data();
+    in.kv_lens = kv_lens.data();
+    in.causal = n.c.causal;
+    in.window_left = core::normalize_window(n.c.window_left, *std::max_element(kv_lens.begin(), kv_lens.end()));
+    in.num_qo_heads = n.c.num_qo_heads;
+    in.num_sms = kCoverageSms;
+    in.block_m = tile.block_m;
+    in.block_n = tile.block_n;
+    ASSERT_EQ(sm90::wave_splits(in, sm90::kMaxKVSplits, sm90::kMinKVTilesPerSplit), 1) << n.c.name();
+    in.balance = false;
+    const int64_t before = sm90::snake_makespan(sm90::build_work_list(in), in.num_qo_heads, kCoverageSms);
+    in.balance = true;
+    const int64_t after = sm90::snake_makespan(sm90::build_work_list(in), in.num_qo_heads, kCoverageSms);
+    EXPECT_LT(after, before) << n.c.name();
+    ++balanced;
+  }
+  EXPECT_EQ(balanced, 3);
 }
 
 // The unmasked_d128 cases run sm90's contiguous D = 128 unmasked problems on both tiles:
