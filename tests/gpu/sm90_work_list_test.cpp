@@ -215,7 +215,8 @@ TEST(Sm90WorkList, BalancingTradesNearbyItemsWhereTheModelGains) {
       {8, 2048, 16, 128, 128, 152, 149},  // D = 128 2k causal
       {32, 512, 16, 128, 128, 56, 55},    // D = 128 512 causal
       {8, 2048, 32, 192, 128, 227, 219},  // D = 64 2k causal, 192-row tile
-      {8, 2048, 8, 128, 80, 121, 117},    // D = 256 2k causal, 80-key tile
+      {8, 2048, 8, 128, 80, 121, 117},    // the 80-key tile's model (D = 256 takes it from 4096 rows)
+      {8, 2048, 8, 128, 64, 144, 144},    // D = 256 2k causal, 64-key tile: model -1.4%, not taken
       {2, 8192, 16, 128, 176, 396, 396},  // D = 128 8k causal: model -1.0%, not taken
   };
   for (const Shape& sh : shapes) {
