@@ -106,10 +106,12 @@ void add_position_load(std::vector<int64_t>& load, int64_t p, int heads, int64_t
 }
 
 // Local search on the snake's makespan (build_work_list): take a unit of the most loaded
-// CTA, trade its item for a shorter one of the same bucket at most a round of positions
-// away, keep the trade if no CTA ends up later than the makespan before it. Deterministic
-// (a fixed-seed generator), a bounded number of tries of O(heads + grid) each.
-void balance_snake(const std::vector<WorkItem>& items, std::vector<int>& order, const std::vector<int>& bucket,
+// CTA, trade its item for a shorter one of the same cost bucket at most a round of
+// positions away, keep the trade if no CTA ends up later than the makespan before it
+// (trades that keep it are kept too, so an item can drift a few rounds over several).
+// Deterministic (a fixed-seed generator), a bounded number of tries of O(heads + grid)
+// each. num_buckets, longest: as bucket_order took them (0: any two items may trade).
+void balance_snake(const std::vector<WorkItem>& items, std::vector<int>& order, int num_buckets, int longest,
                    int heads, int num_sms) {
   const int64_t n = static_cast<int64_t>(order.size()), units = n * heads;
   const int64_t g = std::min<int64_t>(num_sms, units);
@@ -118,18 +120,20 @@ void balance_snake(const std::vector<WorkItem>& items, std::vector<int>& order, 
   if (g <= 0 || units <= 2 * g || units > 64 * g) return;
   const int64_t rounds = (units + g - 1) / g, window = std::max<int64_t>(1, g / heads);
   std::vector<int64_t> load(static_cast<std::size_t>(g), 0);
-  int64_t total = 0, longest = 0;
+  int64_t total = 0, longest_unit = 0;
   for (int64_t p = 0; p < n; ++p) {
     const int64_t cost = tiles(items[order[p]]) + 1;
     add_position_load(load, p, heads, g, cost);
     total += cost * heads;
-    longest = std::max(longest, cost);
+    longest_unit = std::max(longest_unit, cost);
   }
-  const int64_t bound = std::max((total + g - 1) / g, longest);
+  const int64_t bound = std::max((total + g - 1) / g, longest_unit);
   auto critical = [&] { return std::max_element(load.begin(), load.end()) - load.begin(); };
   int64_t worst = critical(), best = load[static_cast<std::size_t>(worst)];
   const int64_t before = best;
-  const std::vector<int> bucket_order = order;
+  const std::vector<int> unbalanced = order;
+  // A position's bucket never changes (trades stay inside one), so an item's is its place's.
+  auto bucket = [&](int t) { return num_buckets > 0 ? cost_bucket(t, num_buckets, longest) : 0; };
   uint32_t state = 0x9e3779b9u;
   auto next = [&](int64_t range) {  // xorshift32, uniform enough for picking positions
     state ^= state << 13, state ^= state >> 17, state ^= state << 5;
@@ -142,7 +146,7 @@ void balance_snake(const std::vector<WorkItem>& items, std::vector<int>& order, 
     const int64_t i = u / heads, lo = std::max<int64_t>(0, i - window), hi = std::min(n - 1, i + window);
     const int64_t j = lo + next(hi - lo + 1);
     const int ti = tiles(items[order[i]]), tj = tiles(items[order[j]]);
-    if (bucket[i] != bucket[j] || tj >= ti) continue;
+    if (tj >= ti || bucket(tj) != bucket(ti)) continue;
     add_position_load(load, i, heads, g, tj - ti);
     add_position_load(load, j, heads, g, ti - tj);
     const int64_t c = critical();
@@ -159,7 +163,7 @@ void balance_snake(const std::vector<WorkItem>& items, std::vector<int>& order, 
   // 512 causal D = 128 -2.0%, D = 64 -0.7%, pages of 16 -1.3%; D = 128 8k causal (176-key
   // tile, modelled -1.0%) +2%; D = 256 2k causal (64-key tile, modelled -1.4%) -1.0%;
   // random ragged batches -1.4%, -2.1% and level.
-  if (best * 1000 > before * 985) order = bucket_order;
+  if (best * 1000 > before * 985) order = unbalanced;
 }
 
 }  // namespace
@@ -195,13 +199,9 @@ std::vector<WorkItem> build_work_list(const WorkListInput& in) {
   std::vector<int> order = bucket_order(items, base, buckets, longest);
   // Split lists keep the bucket order: the split rule (splits_by_makespan) weighs split
   // counts by their makespans, fitted to measurements of that order.
-  if (in.balance && in.num_splits == 1) {
-    // Strict longest-first has no requests to keep together: any item within the window.
-    std::vector<int> bucket(order.size(), 0);
-    if (buckets > 0)
-      for (std::size_t p = 0; p < order.size(); ++p) bucket[p] = cost_bucket(tiles(items[order[p]]), buckets, longest);
-    balance_snake(items, order, bucket, in.num_qo_heads, in.num_sms);
-  }
+  // Strict longest-first (buckets = 0) has no requests to keep together: any item within
+  // the window may trade.
+  if (in.balance && in.num_splits == 1) balance_snake(items, order, buckets, longest, in.num_qo_heads, in.num_sms);
   for (int i : order) ordered.push_back(items[i]);
   return ordered;
 }

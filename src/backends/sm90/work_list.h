@@ -51,9 +51,9 @@ struct WorkListInput {
   // min(units, num_sms)); num_sms = 0 orders strictly longest-first.
   int num_qo_heads = 1;
   int num_sms = 0;
-  // Unsplit lists of more than two rounds of units: swap items of a bucket that lie within
-  // a round of each other where the snake's makespan drops (balance_snake in
-  // work_list.cpp). false: the bucket order as it is.
+  // Unsplit lists of more than two rounds of units: items of a bucket trade places where
+  // the snake's makespan drops (build_work_list; balance_snake in work_list.cpp), which
+  // the makespans below then see too. false: the bucket order as it is.
   bool balance = true;
 };
 
@@ -70,11 +70,11 @@ struct WorkListInput {
 // query tiles of one request together, so the CTAs running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
 // whose makespan under the persistent schedule (snake_makespan) stays within 2% of strict
 // longest-first's. With in.balance, no KV splits and more than two rounds of units, items
-// of one bucket less than a round apart then trade places where that lowers the snake's
-// makespan by 1.5% or more: the snake deals units to CTAs by position alone, so the bucket
-// order leaves some CTAs a few long units more than others (model: 2k causal at B x S =
-// 16k 2-4% over the list scheduling bound), and swaps this close keep the requests that
-// run together about as they were.
+// of one bucket then trade places, each trade within a round of positions, where that
+// lowers the snake's makespan by 1.5% or more: the snake deals units to CTAs by position
+// alone, so the bucket order leaves some CTAs a few long units more than others (model:
+// 2k causal at B x S = 16k 2-4% over the list scheduling bound), and trades this close keep
+// the requests that run together about as they were.
 std::vector<WorkItem> build_work_list(const WorkListInput& in);
 
 // Makespan of the persistent schedule (schedule.h: round r takes the next `grid` units,
