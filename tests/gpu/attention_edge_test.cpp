@@ -586,29 +586,39 @@ struct Sm90Facts {
 // The coverage checks below judge the cases on the H200's 132 SMs; a run on the GPU
 // expects the tile its own SM count gives, as the plan does.
 constexpr int kCoverageSms = 132;
+
+// A case's requests as sm90's planner reads them: lengths, heads, the window normalised
+// against the longest KV, the SM count (kv_start is not read; block sizes left unset).
+// `in` points into the arrays beside it, so the struct stays where it is built.
+struct Sm90PlanInput {
+  std::vector<int32_t> qo_indptr{0}, kv_lens;
+  sm90::WorkListInput in;
+  Sm90PlanInput(const Case& c, int num_sms) : kv_lens(c.kv_lens.begin(), c.kv_lens.end()) {
+    for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
+    const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+    in.batch = static_cast<int>(c.qo_lens.size());
+    in.qo_indptr = qo_indptr.data();
+    in.kv_start = qo_indptr.data();
+    in.kv_lens = kv_lens.data();
+    in.causal = c.causal;
+    in.window_left = core::normalize_window(c.window_left, max_kv);
+    in.num_qo_heads = c.num_qo_heads;
+    in.num_sms = num_sms;
+  }
+  Sm90PlanInput(const Sm90PlanInput&) = delete;
+  Sm90PlanInput& operator=(const Sm90PlanInput&) = delete;
+};
+
 Sm90Facts sm90_facts(const Case& c, int num_sms = kCoverageSms) {
-  std::vector<int32_t> qo_indptr = {0};
-  for (int q : c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
-  const std::vector<int32_t> kv_lens(c.kv_lens.begin(), c.kv_lens.end());
-  const int batch = static_cast<int>(c.qo_lens.size());
+  const Sm90PlanInput p(c, num_sms);
   Sm90Facts f;
-  f.rows = sm90::typical_request_rows(qo_indptr.data(), batch);
-  const int max_kv = c.kv_lens.empty() ? 0 : *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
-  f.window = core::normalize_window(c.window_left, max_kv);
+  f.rows = sm90::typical_request_rows(p.qo_indptr.data(), p.in.batch);
+  f.window = p.in.window_left;
   f.paged = c.entry == EntryPoint::kPaged;
   f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
   f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
-  // Lengths, heads and the SM count decide the tile (kv_start is not read).
-  sm90::WorkListInput in;
-  in.batch = batch;
-  in.qo_indptr = qo_indptr.data();
-  in.kv_start = qo_indptr.data();
-  in.kv_lens = kv_lens.data();
-  in.causal = c.causal;
-  in.window_left = f.window;
-  in.num_qo_heads = c.num_qo_heads;
-  in.num_sms = num_sms;
-  f.wide = sm90::plan_wide_tiles(in, c.head_dim, f.runtime_mask, f.paged, f.tma_pages, sm90::kMaxKVSplits);
+  // Lengths, heads and the SM count decide the tile.
+  f.wide = sm90::plan_wide_tiles(p.in, c.head_dim, f.runtime_mask, f.paged, f.tma_pages, sm90::kMaxKVSplits);
   return f;
 }
 
@@ -709,19 +719,9 @@ TEST(GpuEdgeCases, BalancedUnitsCasesAreBalanced) {
   int balanced = 0;
   for (const Named& n : edge_cases()) {
     if (n.label != "balanced_units") continue;
-    std::vector<int32_t> qo_indptr = {0};
-    for (int q : n.c.qo_lens) qo_indptr.push_back(qo_indptr.back() + q);
-    const std::vector<int32_t> kv_lens(n.c.kv_lens.begin(), n.c.kv_lens.end());
+    Sm90PlanInput p(n.c, kCoverageSms);
+    sm90::WorkListInput& in = p.in;
     const sm90::TileShape tile = sm90_tile(n.c);
-    sm90::WorkListInput in;
-    in.batch = static_cast<int>(n.c.qo_lens.size());
-    in.qo_indptr = qo_indptr.data();
-    in.kv_start = qo_indptr.data();
-    in.kv_lens = kv_lens.data();
-    in.causal = n.c.causal;
-    in.window_left = core::normalize_window(n.c.window_left, *std::max_element(kv_lens.begin(), kv_lens.end()));
-    in.num_qo_heads = n.c.num_qo_heads;
-    in.num_sms = kCoverageSms;
     in.block_m = tile.block_m;
     in.block_n = tile.block_n;
     ASSERT_EQ(sm90::wave_splits(in, sm90::kMaxKVSplits, sm90::kMinKVTilesPerSplit), 1) << n.c.name();

@@ -57,6 +57,18 @@ std::vector<int> bucket_order(const std::vector<WorkItem>& items, const std::vec
   return order;
 }
 
+// Calls f(lo, count) for each run of CTAs lo ... lo + count - 1 that take units of list
+// position p (units p * heads ... + heads - 1 of the snake on g CTAs: schedule.h), in
+// order; a run ends where a round does.
+template <class F>
+void for_each_cta_run(int64_t p, int heads, int64_t g, F&& f) {
+  for (int64_t u = p * heads, end = u + heads; u < end;) {
+    const int64_t round = u / g, pos = u - round * g, take = std::min(end - u, g - pos);
+    f((round & 1) ? g - pos - take : pos, take);
+    u += take;
+  }
+}
+
 // snake_makespan of the items taken in `order`: each item's heads are a run of units,
 // which covers a contiguous range of CTAs in each round it touches, added through a
 // difference array (time linear in items + rounds, not units).
@@ -65,16 +77,12 @@ int64_t makespan(const std::vector<WorkItem>& items, const std::vector<int>& ord
   if (units == 0 || grid <= 0) return 0;
   const int64_t g = std::min<int64_t>(grid, units);
   std::vector<int64_t> diff(static_cast<std::size_t>(g) + 1, 0);
-  int64_t u = 0;
-  for (int i : order) {
-    const int64_t cost = tiles(items[i]) + 1;
-    for (const int64_t end = u + num_qo_heads; u < end;) {
-      const int64_t round = u / g, pos = u - round * g, take = std::min(end - u, g - pos);
-      const int64_t lo = (round & 1) ? g - pos - take : pos;
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    const int64_t cost = tiles(items[order[p]]) + 1;
+    for_each_cta_run(static_cast<int64_t>(p), num_qo_heads, g, [&](int64_t lo, int64_t count) {
       diff[lo] += cost;
-      diff[lo + take] -= cost;
-      u += take;
-    }
+      diff[lo + count] -= cost;
+    });
   }
   int64_t best = 0, load = 0;
   for (int64_t c = 0; c < g; ++c) best = std::max(best, load += diff[c]);
@@ -94,15 +102,11 @@ int choose_buckets(const std::vector<WorkItem>& items, const std::vector<int>& b
   return 0;
 }
 
-// Adds `delta` to the load of every CTA that runs one of position p's units (its heads are
-// units p * heads ... + heads - 1 of the snake on `g` CTAs).
+// Adds `delta` to the load of every CTA that runs one of position p's units.
 void add_position_load(std::vector<int64_t>& load, int64_t p, int heads, int64_t g, int64_t delta) {
-  for (int64_t u = p * heads, end = u + heads; u < end;) {
-    const int64_t round = u / g, pos = u - round * g, take = std::min(end - u, g - pos);
-    const int64_t lo = (round & 1) ? g - pos - take : pos;
-    for (int64_t c = lo; c < lo + take; ++c) load[static_cast<std::size_t>(c)] += delta;
-    u += take;
-  }
+  for_each_cta_run(p, heads, g, [&](int64_t lo, int64_t count) {
+    for (int64_t c = lo; c < lo + count; ++c) load[static_cast<std::size_t>(c)] += delta;
+  });
 }
 
 // Local search on the snake's makespan (build_work_list): take a unit of the most loaded
