@@ -244,6 +244,30 @@ std::vector<Named> edge_cases() {
   }
   v.push_back({"long_masked_d128", make_case(E::kRagged, {8300, 40}, {8400, 40}, 2, 1, 128, f16, false, 700)});
   v.push_back({"long_masked_d128", make_case(E::kRagged, {8200}, {8200}, 1, 1, 128, bf16, true, 1000)});
+  // Paged D = 128 on gathered pages takes the 176-key tile for keys without a mask from
+  // kWidePagedMinLength keys per typical request (its producer resolves two rows a thread,
+  // and the last gather pass is partial): pages of 16, 1 and 5, HND, requests without rows
+  // or keys, kv_len's last tile partial, too few units (split KV range); just under the
+  // length, and masked requests of any length, keep the narrow tile.
+  // PagedD128CasesCoverBothTiles checks each case's tile.
+  {
+    Case c = make_case(E::kPaged, {2100, 40, 3}, {2200, 40, 3}, 2, 1, 128, bf16, false);
+    c.page_size = 16;
+    v.push_back({"paged_d128", c});
+    c = make_case(E::kPaged, {2300, 0, 7}, {2400, 50, 0}, 4, 2, 128, f16, false);
+    c.page_size = 1;
+    c.layout = KVLayout::kHND;
+    v.push_back({"paged_d128", c});
+    c = make_case(E::kPaged, {1024}, {3001}, 1, 1, 128, bf16, false);
+    c.page_size = 5;
+    v.push_back({"paged_d128", c, false, true});
+    c = make_case(E::kPaged, {1000}, {2000}, 2, 2, 128, f16, false);
+    c.page_size = 16;
+    v.push_back({"paged_d128", c});
+    c = make_case(E::kPaged, {8300, 40}, {8400, 40}, 2, 1, 128, bf16, false, 700);
+    c.page_size = 16;
+    v.push_back({"paged_d128", c});
+  }
   {
     Case c = make_case(E::kPaged, {8250}, {8260}, 1, 1, 128, f16, true);
     c.page_size = 16;
@@ -713,6 +737,29 @@ TEST(GpuEdgeCases, MaskedD128CasesCoverBothTiles) {
   EXPECT_GE(narrow, 1);
 }
 
+// The paged_d128 cases run paged D = 128 on the tile they were written for: gathered pages
+// on the 176-key tile without a mask from kWidePagedMinLength keys, the narrow tile just
+// under it and under a mask (also long masked requests: long_causal's paged ones); pages
+// of 64 (TMA) keep the narrow tile at the same lengths.
+TEST(GpuEdgeCases, PagedD128CasesCoverBothTiles) {
+  int wide = 0, narrow = 0;
+  for (const Named& n : edge_cases()) {
+    const bool long_masked = n.label == "long_causal" && n.c.entry == EntryPoint::kPaged && n.c.head_dim == 128 &&
+                             n.c.qo_lens[0] >= 8192;
+    if (n.label != "paged_d128" && !long_masked) continue;
+    const bool masked = n.c.causal || n.c.window_left >= 0 || n.c.logits_soft_cap > 0.0f;
+    const bool gathered = !sm90::pages_by_tma(n.c.page_size);
+    const bool meant_wide = gathered && !masked && n.c.kv_lens[0] >= sm90::kWidePagedMinLength<128>;
+    EXPECT_EQ(sm90_tile(n.c).block_n, meant_wide ? 176 : 128) << n.c.name();
+    ++(meant_wide ? wide : narrow);
+    Case tma = n.c;
+    tma.page_size = 64;
+    EXPECT_EQ(sm90_tile(tma).block_n, 128) << n.c.name() << " on pages of 64";
+  }
+  EXPECT_EQ(wide, 3);
+  EXPECT_GE(narrow, 4);
+}
+
 // The balanced_units cases run lists that balance_snake reordered: on the H200's SM count
 // the balanced list's makespan is below the bucket order's (so the two differ).
 TEST(GpuEdgeCases, BalancedUnitsCasesAreBalanced) {
@@ -738,6 +785,7 @@ TEST(GpuEdgeCases, BalancedUnitsCasesAreBalanced) {
 
 // The unmasked_d128 cases run sm90's contiguous D = 128 unmasked problems on both tiles:
 // the 176-key one six times, the narrow one three times.
+// (Paged D = 128: PagedD128CasesCoverBothTiles.)
 TEST(GpuEdgeCases, UnmaskedD128CasesCoverBothTiles) {
   int wide = 0, narrow = 0;
   for (const Named& n : edge_cases()) {

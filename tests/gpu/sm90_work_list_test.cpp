@@ -356,7 +356,8 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   // D = 128 without a mask: the narrow fused tile where its cost per unit is the lower one
   // for the typical request's keys (measured 512 and 768 faster there, 1000 slower), the
   // 176-key tile (one Q buffer, no unit fusion) elsewhere and from 1024 keys on; paged K/V
-  // keeps the narrow tile.
+  // on gathered pages from kWidePagedMinLength keys (TMA pages keep the narrow tile: 176
+  // rows straddle them).
   for (int64_t keys : {1, 100, 128, 200, 512, 600, 768, 890})
     EXPECT_FALSE(use_wide_tiles(128, false, false, false, keys)) << keys;
   const int64_t wide_keys[] = {160, 300, 700, 800, 1000, 1023, 1024, 1250, 4096, kLong};
@@ -366,14 +367,21 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_FALSE(narrow_unmasked_pays<64>(512));  // only D = 128 weighs the two tiles
   EXPECT_FALSE(narrow_unmasked_pays<256>(512));
   EXPECT_TRUE(wide_tiles_by_shape(128, false, false));
-  EXPECT_FALSE(wide_tiles_by_shape(128, false, true));
-  for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, false, true, tma, kLong));
+  EXPECT_TRUE(wide_tiles_by_shape(128, false, true));
+  EXPECT_EQ(kWidePagedMinLength<128>, 2048);
+  for (int64_t keys : {int64_t{1}, int64_t{512}, int64_t{1024}, int64_t{2047}})
+    EXPECT_FALSE(use_wide_tiles(128, false, true, false, keys)) << keys;
+  for (int64_t keys : {int64_t{2048}, int64_t{16384}, kLong}) {
+    EXPECT_TRUE(use_wide_tiles(128, false, true, false, keys)) << keys;
+    EXPECT_FALSE(use_wide_tiles(128, false, true, true, keys)) << keys;
+  }
   // Under a mask D = 128 takes the 176-key tile for contiguous requests from
   // kWideMaskedMinRows query rows (measured faster at 8k and 16k, slower at 2k; causal
   // windows stay narrow: plan_wide_tiles, MaskedD128TileByWindow below).
   EXPECT_EQ(kWideMaskedMinRows<128>, 8192);
   for (int64_t rows : {kShort, int64_t{2048}, int64_t{8191}})
     EXPECT_FALSE(use_wide_tiles(128, true, false, false, rows)) << rows;
+  // Paged masked problems keep the narrow tile (kWidePagedMasked: level to 2% slower at 16k).
   for (int64_t rows : {int64_t{8192}, int64_t{16384}, kLong}) {
     EXPECT_TRUE(use_wide_tiles(128, true, false, false, rows)) << rows;
     for (bool tma : {false, true}) EXPECT_FALSE(use_wide_tiles(128, true, true, tma, rows)) << rows;
@@ -411,6 +419,7 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
   EXPECT_EQ(kWidePagedMinLength<64>, 0);  // D = 64's paged wide tile at any length
   EXPECT_TRUE((kPagedGatherOnly<256, true>));
   EXPECT_FALSE((kPagedGatherOnly<256, false>));
+  EXPECT_TRUE((kPagedGatherOnly<128, true>));  // D = 128's 176 keys straddle TMA pages too
   EXPECT_FALSE((kPagedGatherOnly<64, true>));  // D = 64's wide tile takes TMA pages too
   // D = 64's wide tile is taller (192 rows, three consumers), not wider, for paged K/V too.
   // Under a mask it loses at 512 causal and from 1024 rows per typical request the plan

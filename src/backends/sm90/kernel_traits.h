@@ -77,7 +77,9 @@ struct KernelTraits {
   // per row), and page 16 at 2k ran 783 -> 685 us (ncu, fifteenth session). At D = 128 the
   // 24-register producer spilled 24 bytes and measured within 1% (page 16 / 1 / 128);
   // after the split into two producer instantiations it spills 36 / 64 bytes and measured
-  // +0.7% (seventeenth). It keeps 32.
+  // +0.7% (seventeenth). It keeps 32, also under the 176-key tile on gathered pages (its
+  // producer resolves two rows a thread): there (ptxas, bf16) 32 / 232 spill 8 / 8 bytes,
+  // 24 / 240 40 / 104 (the producer's).
   // Three consumers (512 threads): 128 at entry, and 160 for the consumers with either
   // producer ((128 x 512 - 24 x 128) / 384 = 162.7 and (128 x 512 - 32 x 128) / 384 = 160
   // exactly, rounded down to the granule), as in FlashAttention-3.

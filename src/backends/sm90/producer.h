@@ -111,15 +111,17 @@ __device__ void produce_tma(const KernelParams& p, SharedStorage<Traits>& s) {
   trace.finish();
 }
 
-// The page of row `tid` of KV tile `n`, or -1 for rows at or past kv_len (and tiles before
-// the unit's first). Each producer thread resolves one row of a tile into a shared table of
+// The page of row `row` of KV tile `n`, or -1 for rows at or past kv_len (and tiles before
+// the unit's first, and rows past the tile). Each producer thread resolves rows tid, tid +
+// 128, ... of a tile (kRowsPerThread: two for D = 128's 176 keys) into a shared table of
 // global addresses (row_addresses), so the gathers read one address per row from shared
 // memory instead of walking the page table.
 template <class Traits>
-__device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem& it, int n, int tid) {
-  static_assert(Traits::kBlockN <= 128, "one producer thread per row of a KV tile");
-  const int token = n * Traits::kBlockN + tid;
-  if (tid >= Traits::kBlockN || n < it.n_begin || token >= it.kv_len) return -1;
+constexpr int kRowsPerThread = (Traits::kBlockN + 127) / 128;
+template <class Traits>
+__device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem& it, int n, int row) {
+  const int token = n * Traits::kBlockN + row;
+  if (row >= Traits::kBlockN || n < it.n_begin || token >= it.kv_len) return -1;
   return p.page_indices[it.kv_start + (p.page_shift >= 0 ? token >> p.page_shift : token / p.page_size)];
 }
 
@@ -128,10 +130,10 @@ __device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem
 // first). Only the tile holding kv_len's end has such rows, and only it pays for the
 // zero fill (gather_tile's kTail).
 template <class Traits>
-__device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int page, int n, int tid, int kv_head) {
+__device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int page, int n, int row, int kv_head) {
   using Element = typename Traits::Element;
   if (page < 0) return make_ulonglong2(0, 0);
-  const int token = n * Traits::kBlockN + tid;
+  const int token = n * Traits::kBlockN + row;
   const int64_t slot = p.page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size;
   const Element* k = static_cast<const Element*>(p.k) + kv_head * p.k_stride_h + page * p.k_stride_page + slot * p.k_stride_n;
   const Element* v = static_cast<const Element*>(p.v) + kv_head * p.v_stride_h + page * p.v_stride_page + slot * p.v_stride_n;
@@ -157,9 +159,10 @@ __device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int p
 // passes per thread cost more than whole-line copies and conflict-free shared-memory writes
 // gain.
 // D = 256's 80-key tile takes T = 8: a pass of T = 4 covers 32 rows, which 80 does not
-// divide.
+// divide. D = 128's 176 keys keep T = 4, the rate measured at D = 128, with a last pass of
+// 16 rows (warps 0 and 1 copy, the others skip it: the test is warp-uniform).
 template <int kBlockN>
-constexpr int kGatherThreadsPerRow = kBlockN % 32 == 0 ? 4 : 8;
+constexpr int kGatherThreadsPerRow = kBlockN % 32 == 0 || kBlockN > 128 ? 4 : 8;
 template <int kThreadsPerRow>
 __host__ __device__ constexpr int gather_dst(int row, int part, int j, int rows) {
   static_assert(kThreadsPerRow == 2 || kThreadsPerRow == 4 || kThreadsPerRow == 8);
@@ -179,7 +182,8 @@ constexpr bool gather_dst_is_swizzled(int rows, int head_dim) {
 template <int kThreadsPerRow>
 constexpr bool gather_dst_is_swizzled_for_all_tiles() {
   return gather_dst_is_swizzled<kThreadsPerRow>(128, 64) && gather_dst_is_swizzled<kThreadsPerRow>(128, 128) &&
-         gather_dst_is_swizzled<kThreadsPerRow>(64, 256) && gather_dst_is_swizzled<kThreadsPerRow>(80, 256);
+         gather_dst_is_swizzled<kThreadsPerRow>(176, 128) && gather_dst_is_swizzled<kThreadsPerRow>(64, 256) &&
+         gather_dst_is_swizzled<kThreadsPerRow>(80, 256);
 }
 static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzled_for_all_tiles<4>() &&
               gather_dst_is_swizzled_for_all_tiles<8>());
@@ -200,12 +204,17 @@ __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fall
   constexpr int kRowsPerPass = 128 / kThreadsPerRow;
   constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
   constexpr int kChunkBytes = Traits::kChunkCols * sizeof(typename Traits::Element);
-  static_assert(Traits::kBlockN % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "row % 8 is the same every pass");
+  constexpr int kPasses = (Traits::kBlockN + kRowsPerPass - 1) / kRowsPerPass;
+  // A warp's rows in a pass are 32 / kThreadsPerRow consecutive ones: a partial last pass
+  // leaves whole warps out when the tile's rows are a multiple of that.
+  static_assert(kRowsPerPass % 8 == 0 && Traits::kBlockN % (32 / kThreadsPerRow) == 0,
+                "row % 8 is the same every pass; a partial pass is warp-uniform");
   const int part = tid % kThreadsPerRow;
   const int row0 = tid / kThreadsPerRow;
 #pragma unroll
-  for (int pass = 0; pass < Traits::kBlockN / kRowsPerPass; ++pass) {
+  for (int pass = 0; pass < kPasses; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
+    if (Traits::kBlockN % kRowsPerPass != 0 && pass == kPasses - 1 && row >= Traits::kBlockN) break;
     const uint64_t address = ptx::ld_shared_u64(addresses + row * sizeof(ulonglong2));
     const bool valid = !kTail || address != 0;
     const char* src = (valid ? reinterpret_cast<const char*>(address) : static_cast<const char*>(fallback)) +
@@ -261,6 +270,12 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   // 4-23% slower, 6-13% with that Q load moved after the V (ncu, twenty-first session).
   constexpr bool kDeferLastV = Traits::kQStages > 1;
   constexpr int kTables = SharedStorage<Traits>::kRowTables;
+  // Each thread's pages of a tile's rows: one, two for D = 128's 176 keys (gathered only).
+  constexpr int kRows = kRowsPerThread<Traits>;
+  static_assert(kRows == 1 || !kTmaPages, "a TMA tile's page table takes one page per thread");
+  struct Pages {
+    int page[kRows];
+  };
   static_assert(kTables == 3 || (kTables == 2 && !kDeferLastV && !kTmaPages),
                 "two row tables: the deferred V and TMA page tables assume three");
   int last_v = -1, last_v_n = 0, last_v_head = 0;
@@ -342,22 +357,30 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
     // This thread's page of tile n: its row's for a gathered tile, the first row of page
     // block tid for a TMA tile (-1 past the tile's pages: lookup_page refuses rows >= kBlockN).
     auto lookup = [&](int n) {
-      return lookup_page<Traits>(p, t.item, n, tile_by_tma(n) ? tid * p.paged_tma_rows : tid);
+      Pages r;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        r.page[i] = lookup_page<Traits>(p, t.item, n, tile_by_tma(n) ? tid * p.paged_tma_rows : tid + 128 * i);
+      return r;
     };
-    auto store_rows = [&](int b, int page, int n) {
+    auto store_rows = [&](int b, const Pages& pages, int n) {
       if constexpr (kTmaPages) {
         if (tile_by_tma(n)) {
-          if (tid < tile_pages) s.kv_pages[b][tid] = page;
+          if (tid < tile_pages) s.kv_pages[b][tid] = pages.page[0];
           return;
         }
       }
-      if (tid < kBlockN) s.kv_rows[b][tid] = row_addresses<Traits>(p, page, n, tid, kv_head);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int row = tid + 128 * i;
+        if (row < kBlockN) s.kv_rows[b][row] = row_addresses<Traits>(p, pages.page[i], n, row, kv_head);
+      }
     };
     const int first = t.item.n_end - 1;
     int cur = table;  // tile n's buffer
     store_rows(cur, lookup(first), first);
     ptx::named_sync(kProducerBarrier, 128);
-    int ahead = lookup(first - 1);
+    Pages ahead = lookup(first - 1);
     gather_k(cur, first);
     trace(kTrPK);
     if constexpr (kDeferLastV) gather_last_v();

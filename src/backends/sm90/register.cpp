@@ -5,14 +5,15 @@
 // takes_runtime_mask_kernels). One kernel serves the four (needs_mask, soft_cap) keys of
 // its dtype / head dim / storage, except that the wide-tile kernel takes over where the
 // head dim has one: D = 64 (192 query rows; contiguous and paged K/V) and 128 (176 keys;
-// contiguous) for keys neither masked nor soft-capped, D = 256 (80 keys; contiguous, and
+// contiguous, and paged on gathered pages) for keys neither masked nor soft-capped, D = 256 (80 keys; contiguous, and
 // paged on gathered pages) for all four, with a kernel of its own for the unmasked keys
 // and, for the masked ones (D = 64, 128 and 256), a runtime-mask one and a causal-only one
 // (tile_config.h use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses
 // a plan whose tile is not the kernel's). Where the rule depends on the problem's shape
 // (D = 64 and 128 with a mask: long requests only, and at D = 128 not under a causal
 // window; contiguous D = 128 without one: by the typical request's keys,
-// narrow_unmasked_pays; D = 256: by the length, and paged by the page size, pages_by_tma),
+// narrow_unmasked_pays; paged D = 128 without one and D = 256: by the length, and paged by
+// the page size, pages_by_tma),
 // the key's launch runs the kernel of the tile its plan chose. On the narrow tiles of D =
 // 64, 128 and 256 (contiguous and paged), and the masked wide tiles (D = 64 and 256,
 // contiguous and paged; D = 128, contiguous) a masked key's launch runs a causal-only
@@ -102,7 +103,7 @@ void launch_unmasked_by_shape(const core::AttentionParams& a) {
 template <DType T, int D, bool P>
 constexpr Compiled row() {
   constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
-  constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D>;
+  constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D> && (!P || sm90::kWidePagedMasked<D>);
   // Whether some problem of the row takes the narrow tile: the shortest one, on TMA pages
   // where paged (the rule never prefers the wide tile for them).
   constexpr bool kNarrowUnmaskedSome = !sm90::use_wide_tiles_of<D>(false, P, P, 0);

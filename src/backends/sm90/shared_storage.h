@@ -34,10 +34,15 @@ struct SharedStorage {
   uint64_t v_empty[Traits::kStages];
   // Paged K/V only: global addresses (K, V) of each row of a KV tile, 0 for rows past
   // kv_len (and tiles before the unit's first); the tables of three tiles rotate, or of
-  // two where shared memory is short (producer.h). Wide kernels of head dims that never
-  // run paged K/V (kWidePaged: D = 128) keep one row.
+  // two where shared memory is short (producer.h: D = 256's 80-key tile, whose Q, K and V
+  // take 224 KB). Wide kernels of head dims that never run paged K/V (kWidePaged) keep one
+  // row.
   static constexpr bool kGatherOnly = kPagedGatherOnly<Traits::kHeadDim, Traits::kWide>;
-  static constexpr int kRowTables = kGatherOnly ? 2 : 3;
+  static constexpr int kTileBytes =
+      (Traits::kQStages * Traits::kQElems + 2 * Traits::kStages * Traits::kTileElems) * sizeof(Element);
+  // 1 KB for the barriers and the one-row page table of a gather-only kernel.
+  static constexpr bool kThreeTablesFit = kTileBytes + 3 * Traits::kBlockN * sizeof(ulonglong2) + 1024 <= 227 * 1024;
+  static constexpr int kRowTables = kGatherOnly && !kThreeTablesFit ? 2 : 3;
   static constexpr int kRowTableRows = Traits::kWide && !kWidePaged<Traits::kHeadDim> ? 1 : Traits::kBlockN;
   ulonglong2 kv_rows[kRowTables][kRowTableRows];
   // The page of each page block of a tile (TMA page loads; none in gather-only kernels).

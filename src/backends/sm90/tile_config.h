@@ -58,10 +58,11 @@ namespace flashband::sm90 {
 // more columns, and make the Q K^T wgmma (both operands in shared memory) re-read its A
 // operand less often per FLOP. At D = 64 it is a taller query tile instead (192 rows, three
 // consumers; see kBlockM above). Under a causal mask the diagonal tiles' waste grows with the
-// tile (D = 128 and D = 64 keep the narrow tile for short requests). The paged producer
-// resolves one row per thread (N <= 128), so paged K/V takes the wide tile at D = 64, whose
-// wide tile keeps 128 keys, and at D = 256 on gathered pages for problems of 2048 rows or keys
-// and up (kWidePaged, kWidePagedMinLength below).
+// tile (D = 128 and D = 64 keep the narrow tile for short requests). Paged K/V takes the
+// wide tile at D = 64 (128 keys, so TMA pages hold whole tiles), at D = 256 on gathered pages
+// for problems of 2048 rows or keys and up, and at D = 128 on gathered pages for problems
+// without a mask of 2048 keys and up (kWidePaged, kWidePagedMasked, kWidePagedMinLength
+// below: 80 and 176 rows straddle TMA pages).
 // N = 176 is not among CUTLASS's default wgmma shapes: its kernels are compiled with
 // CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (kernels/*_wide.cu), and KernelTraits checks the atom.
 template <int kHeadDim, bool kWide = false>
@@ -155,7 +156,7 @@ constexpr bool kWideMasked<64> = true;
 // instructions with 18 -> 8 local accesses.
 
 // Narrow tiles with a kernel without masks of their own, for the keys without a mask that no
-// wide tile serves: D = 128 (paged K/V, whose wide tile is for contiguous K/V only, and
+// wide tile serves: D = 128 (TMA pages, gathered pages under kWidePagedMinLength, and
 // contiguous K/V where narrow_unmasked_pays) and D = 256 (TMA pages, gathered pages under
 // kWidePagedMinLength, contiguous K/V under kWideContiguousMinLength).
 // Elsewhere a narrow tile serves masked (or soft-capped) keys only. Seventeenth session
@@ -226,11 +227,10 @@ FB_HD constexpr bool pages_by_tma(int64_t page_size) {
 // 1.63 ms. Paged D = 256's narrow tile the same way (its SASS 5872 -> 5272 lines, spills
 // unchanged at 20 bytes): 512 causal page 16 133.5 -> 126.3 us, 2k causal page 16 310.6 ->
 // 306.1, page 128 296.1 -> 289.2, 8k causal page 16 968.9 -> 966.0.
-// Contiguous and paged K/V have the same tiles with one where both have the tile (paged
-// D = 128 has no wide tile; the parameter keeps the call sites' shape should a storage lack
-// a kernel again).
-FB_HD constexpr bool has_causal_kernel(int head_dim, bool /*paged*/, bool /*wide*/) {
-  return head_dim == 64 || head_dim == 128 || head_dim == 256;
+// Contiguous and paged K/V have the same tiles with one, except paged D = 128's 176-key
+// tile, which takes no masked problem (kWidePagedMasked).
+FB_HD constexpr bool has_causal_kernel(int head_dim, bool paged, bool wide) {
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && !(head_dim == 128 && paged && wide);
 }
 template <int kHeadDim, bool kPaged, bool kWide>
 constexpr bool kCausalKernel = has_causal_kernel(kHeadDim, kPaged, kWide);
@@ -342,16 +342,34 @@ static_assert(narrow_unmasked_pays<128>(0) && !narrow_unmasked_pays<128>(kNarrow
 // D = 256's 80-key tile on gathered pages only (kWidePagedGatherOnly): its 224 KB of Q, K
 // and V leave room for two row tables of 80 rows and no page tables, and 80-row tiles
 // straddle TMA pages (a box never crosses a page), so pages_by_tma keep the 64-key tile.
+// D = 128's 176-key tile the same way, on gathered pages only (176 rows straddle TMA pages
+// too), and for keys without a mask or soft cap only (kWidePagedMasked); its producer
+// resolves two rows per thread (producer.h), and its consumers get 232 registers, not the
+// contiguous kernel's 240 (kernel_traits.h).
 template <int kHeadDim>
 constexpr bool kWidePaged = false;
 template <>
 constexpr bool kWidePaged<64> = true;
 template <>
+constexpr bool kWidePaged<128> = true;
+template <>
 constexpr bool kWidePaged<256> = true;
 template <int kHeadDim>
 constexpr bool kWidePagedGatherOnly = false;
 template <>
+constexpr bool kWidePagedGatherOnly<128> = true;
+template <>
 constexpr bool kWidePagedGatherOnly<256> = true;
+// Whether a head dim's masked problems (kWideMasked) take its wide tile on paged K/V too.
+// D = 128 (fiftieth session, ncu, bf16, B x S = 16k, H = 16, 176-key -> 128-key, both with
+// causal-only kernels): 16k causal page 16 2.17 -> 2.16 ms, page 1 2.21 -> 2.17. The
+// narrow tile's causal-only kernel has no row limit on gathered pages, so the contiguous
+// tile's gain there (the 176-key causal-only kernel against the narrow runtime-mask one)
+// has no counterpart.
+template <int kHeadDim>
+constexpr bool kWidePagedMasked = true;
+template <>
+constexpr bool kWidePagedMasked<128> = false;
 // Whether a tile's paged kernels have no TMA page path (and no page tables).
 template <int kHeadDim, bool kWide>
 constexpr bool kPagedGatherOnly = kWide && kWidePagedGatherOnly<kHeadDim>;
@@ -367,6 +385,11 @@ template <int kHeadDim>
 constexpr int64_t kWidePagedMinLength = 0;
 template <>
 constexpr int64_t kWidePagedMinLength<256> = 2048;
+// D = 128's 176-key tile on pages of 16 without a mask (fiftieth session, ncu, bf16,
+// B x S = 16k, H = 16, 176-key -> 128-key): 1024 keys 344.2 -> 320.7 us, 2048 595.6 ->
+// 599.8, 16k 4.25 -> 4.40 ms.
+template <>
+constexpr int64_t kWidePagedMinLength<128> = 2048;
 // Contiguous K/V the same way: D = 256's 80-key tile from this length, the 64-key one
 // below it (a 512-key unit fills 6.4 tiles of 80 and 8 of 64). Measured (thirty-second
 // session, ncu, bf16, B x S = 16k, H = 16, 80-key -> 64-key): 512 164.3 -> 151.1 us, 512
@@ -388,7 +411,8 @@ FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, bool tma_pages, 
          (paged ? kWidePaged<kHeadDim> && !(tma_pages && kWidePagedGatherOnly<kHeadDim>) &&
                       length >= kWidePagedMinLength<kHeadDim>
                 : length >= kWideContiguousMinLength<kHeadDim>) &&
-         (masked ? kWideMasked<kHeadDim> && length >= kWideMaskedMinRows<kHeadDim>
+         (masked ? kWideMasked<kHeadDim> && (!paged || kWidePagedMasked<kHeadDim>) &&
+                       length >= kWideMaskedMinRows<kHeadDim>
                  : !narrow_unmasked_pays<kHeadDim>(length));
 }
 
