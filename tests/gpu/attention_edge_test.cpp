@@ -749,7 +749,11 @@ TEST(GpuEdgeCases, PagedD128CasesCoverBothTiles) {
     if (n.label != "paged_d128" && !long_masked) continue;
     const bool masked = n.c.causal || n.c.window_left >= 0 || n.c.logits_soft_cap > 0.0f;
     const bool gathered = !sm90::pages_by_tma(n.c.page_size);
-    const bool meant_wide = gathered && !masked && n.c.kv_lens[0] >= sm90::kWidePagedMinLength<128>;
+    std::vector<int32_t> qo_indptr{0};
+    for (int qo : n.c.qo_lens) qo_indptr.push_back(qo_indptr.back() + qo);
+    const int64_t keys = sm90::typical_request_keys(qo_indptr.data(), n.c.kv_lens.data(),
+                                                    static_cast<int>(n.c.kv_lens.size()));
+    const bool meant_wide = gathered && !masked && keys >= sm90::kWidePagedMinLength<128>;
     EXPECT_EQ(sm90_tile(n.c).block_n, meant_wide ? 176 : 128) << n.c.name();
     ++(meant_wide ? wide : narrow);
     Case tma = n.c;

@@ -329,12 +329,14 @@ TEST(Sm90WorkList, WideTilesPerHeadDimStorageAndMask) {
     for (Storage st : kStorages) {
       const bool paged = st.paged, tma = st.tma;
       // Without a mask the length matters only for contiguous D = 128 and D = 256 and for
-      // gathered D = 256 (below).
-      if ((D != 128 || paged) && !(D == 256 && !tma))
+      // gathered D = 128 and 256 (below).
+      if (!((D == 128 || D == 256) && !tma))
         EXPECT_EQ(use_wide_tiles(D, false, paged, tma, kShort), use_wide_tiles(D, false, paged, tma, kLong)) << D;
-      if (paged) {  // the paged producer resolves one row per thread: at most 128 keys
-        EXPECT_EQ(use_wide_tiles(D, false, true, tma, kLong), D == 64 || (D == 256 && !tma)) << D << " " << tma;
-        if (use_wide_tiles(D, false, true, tma, kLong)) EXPECT_LE(tile_shape(D, true).block_n, 128) << D;
+      if (paged) {  // wide paged tiles: D = 64's on any pages, D = 128's and 256's gathered only
+        EXPECT_EQ(use_wide_tiles(D, false, true, tma, kLong), D == 64 || (!tma && (D == 128 || D == 256)))
+            << D << " " << tma;
+        // A producer thread resolves at most kRowsPerThread rows of a tile (producer.h: two).
+        if (use_wide_tiles(D, false, true, tma, kLong)) EXPECT_LE(tile_shape(D, true).block_n, 256) << D;
       }
       // A causal / window mask takes the wide tile only where the head dim opts in.
       for (int64_t rows : {kShort, kLong})
@@ -562,8 +564,9 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, false, -1, false, 1, kMax)) << D;     // not causal
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, false, 100, false, 1, kMax)) << D;    // a window alone
       // The wide tile (D = 64's 192 rows, D = 128's 176 keys) has a causal-only kernel, at
-      // any length.
-      EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax)) << D;
+      // any length, but for paged D = 128, whose wide tile takes no masked problem
+      // (kWidePagedMasked).
+      EXPECT_EQ(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax), !(D == 128 && p)) << D;
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, false, 1, 0)) << D;         // turned off
       EXPECT_FALSE(use_causal_kernel(D, p, g, false, true, -1, true, 1, kMax)) << D;       // a soft cap
     }
@@ -587,7 +590,7 @@ TEST(Sm90WorkList, CausalKernelOnlyForCausalProblemsWithoutAWindowOrSoftCap) {
   // the knob at 0.
   for (int D : {64, 128, 256})
     for (Storage st : kStorages) {
-      if (D == 128 && st.paged) continue;  // no paged wide tile
+      if (D == 128 && st.paged) continue;  // no masked paged wide tile
       const bool p = st.paged, g = st.paged && !st.tma;
       EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1, kMax)) << D;
       EXPECT_TRUE(use_causal_kernel(D, p, g, true, true, -1, false, 1 << 20, kMax)) << D;

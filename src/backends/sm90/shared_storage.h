@@ -35,8 +35,9 @@ struct SharedStorage {
   // Paged K/V only: global addresses (K, V) of each row of a KV tile, 0 for rows past
   // kv_len (and tiles before the unit's first); the tables of three tiles rotate, or of
   // two where shared memory is short (producer.h: D = 256's 80-key tile, whose Q, K and V
-  // take 224 KB). Wide kernels of head dims that never run paged K/V (kWidePaged) keep one
-  // row.
+  // take 224 KB). Wide kernels of head dims that never run paged K/V (kWidePaged: none
+  // today) keep one row; the others' contiguous wide kernels carry the tables unused (one
+  // CTA per SM either way: D = 128's 176-key kernel 214016 -> 222208 bytes).
   static constexpr bool kGatherOnly = kPagedGatherOnly<Traits::kHeadDim, Traits::kWide>;
   static constexpr int kTileBytes =
       (Traits::kQStages * Traits::kQElems + 2 * Traits::kStages * Traits::kTileElems) * sizeof(Element);

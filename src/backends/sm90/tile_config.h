@@ -334,8 +334,8 @@ FB_HD constexpr bool narrow_unmasked_pays(int64_t keys) {
 // INT64_MAX: the rule must pick the narrow tile at the one and the wide at the other.
 static_assert(narrow_unmasked_pays<128>(0) && !narrow_unmasked_pays<128>(kNarrowUnmaskedMaxKeys));
 
-// Head dims whose wide tile also serves paged K/V: a tile of at most 128 keys (the paged
-// producer resolves one KV row per thread) with room left for the paged row tables.
+// Head dims whose wide tile also serves paged K/V: a tile with room left for the paged row
+// tables (a producer thread resolves one KV row of a tile, or two past 128 keys).
 // D = 64 (192 x 128, 146 KB + 7.5 KB of tables), measured against the 128-row tile
 // (seventh session, ncu, bf16, non-causal): 2k page 16 974 -> 861 us, page 1 988 -> 859,
 // page 128 939 -> 814; 16k page 16 7.20 -> 6.00 ms; 512 page 16 321 -> 296 us.
