@@ -69,6 +69,9 @@ def settle(results: dict, remeasure: Callable[[dict, str], dict], rounds: int = 
                     if key in r:
                         r[key] *= scale
                 r["readings_ms"] = readings
+                # The kept reading's window (gpu_clock.attach gives it its clock).
+                windows = [r.get("window")] + [x.get("window") for x in again]
+                r["window"] = windows[readings.index(ms)]
                 parts.append(f"{c['name']} {' / '.join(f'{v:.3f}' for v in readings)} ms")
             done.append(f"{name}: " + ", ".join(parts))
     return done

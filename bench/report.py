@@ -8,6 +8,7 @@ import math
 import pathlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import gpu_clock
 from repeats import SPREAD_FLAG, repeated_problems, spread
 
 MISMATCH = 0.05  # max |out - fp32 reference| on sampled rows above which a number is not trusted
@@ -280,6 +281,9 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
                f"{t.get('rep_ms', '?')} ms of repeats, L2 flushed before each run); bf16 inputs, "
                "random normal. TFLOP/s count 4·D per visible (query, key) pair, masked pairs "
                "excluded; decode counts bytes of Q, K, V and O moved once (TB/s).")
+    clock_line = gpu_clock.summary(results)
+    if clock_line:
+        out.append(clock_line)
     out.append(f"- Every number is cross-checked: the output's max |error| against an fp32 "
                f"reference on sampled rows must be ≤ {MISMATCH} or it is marked ⚠ and not "
                "counted as best. — : not supported by that implementation (not an error). "

@@ -7,6 +7,8 @@ Writes the raw numbers (results.json, rewritten after every case, so an interrup
 what it measured), a markdown page of tables with the best peer and the ratio, and up to four
 PNG plots. A failing implementation or shape records its error and the run continues. A
 problem that two sections share and whose readings disagree is measured again (repeats.py).
+Each reading also keeps its time window and, where nvidia-smi runs, the GPU's SM clock and
+power during it (gpu_clock.py), so that a slower clock is told from a slower kernel.
 
   python bench/run.py                      # full matrix (~8 min on an H200)
   python bench/run.py --quick --out out/   # ~1 min subset, everything under out/
@@ -30,6 +32,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import cases as matrix_mod  # noqa: E402  (no torch: --help, --selftest and --report-only run anywhere)
+import gpu_clock  # noqa: E402
 import repeats  # noqa: E402
 import report  # noqa: E402
 
@@ -96,6 +99,15 @@ class Progress:
 
 
 def run_benchmark(args) -> int:
+    # Started before torch (no threads yet to fork beside), stopped however the run ends.
+    clock = gpu_clock.Sampler()
+    try:
+        return _run_benchmark(args, clock)
+    finally:
+        clock.stop()
+
+
+def _run_benchmark(args, clock: gpu_clock.Sampler) -> int:
     import torch
     import triton.testing
 
@@ -187,6 +199,7 @@ def run_benchmark(args) -> int:
             stop=over_budget)
         for line in results["meta"]["settled"]:
             print(f"run.py: measured again: {line}", flush=True)
+    gpu_clock.attach(results, clock.stop())
     write_json(json_path, results)
     written = report.render(results, md_path, img_dir)
     print(f"run.py: done in {progress.elapsed():.0f}s; wrote {json_path}, "
@@ -203,8 +216,9 @@ def measure(impl, case, inputs, time_ms, torch, impls) -> dict:
         fn()
         torch.cuda.synchronize()
         err = impls.spot_check(inputs, output())
+        start = time.time()
         ms = time_ms(fn)
-        r = {"ms": ms, "tflops": case.flops / ms / 1e9, "max_abs_err": err}
+        r = {"ms": ms, "tflops": case.flops / ms / 1e9, "max_abs_err": err, "window": [start, time.time()]}
         if case.memory_bound:
             r["tbps"] = case.bytes / ms / 1e9
         r.update(info())

@@ -162,7 +162,8 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
 
     def remeasure(entry, name):
         asked.append((entry["name"], name))
-        return _timed(later[entry["name"]].pop(0))
+        tflops = later[entry["name"]].pop(0)
+        return dict(_timed(tflops), window=[tflops, tflops + 1])  # a stand-in time window
 
     settled = repeats.settle(results, remeasure)
     # only sm90 disagreed (13.5%; SDPA's 2% did not), so only its two cases ran again, twice
@@ -172,6 +173,8 @@ def test_settle_measures_disagreeing_readings_again_and_keeps_medians():
     dense, window = (c["results"]["flashband-sm90"] for c in results["cases"])
     assert abs(dense["tflops"] - 555) < 1e-9 and abs(window["tflops"] - 556) < 1e-9
     assert abs(dense["ms"] - 1 / 555) < 1e-12 and len(window["readings_ms"]) == 3
+    # each keeps the window of the reading it kept (its clock, gpu_clock.attach)
+    assert window["window"] == [556, 557] and dense["window"] is None
     assert results["cases"][0]["results"]["sdpa-cudnn"] == _timed(548)
     # the table now shows the settled spread (0.2%), marked as measured three times
     assert report._repeats_table(results)[2] == "| dense 8k causal | dense, window | 555–556 (0%) ×3 | 548–559 (2%) |"
@@ -294,3 +297,79 @@ def test_the_page_says_what_paged_ratios_divide_by():
     older = dict(bracketed, cases=[c for c in bracketed["cases"] if not c["plot"].get("again")])
     md = report.markdown(older, [])
     assert "ragged again" not in md and "the ratios of sections 2, 4 and 7 divide by one" in md
+
+
+def _gpu_clock():
+    return _bench_module("gpu_clock")
+
+
+def test_gpu_clock_gives_each_reading_the_samples_of_its_window():
+    gc = _gpu_clock()
+    import datetime
+
+    def line(t, mhz, w):
+        return datetime.datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] + f", {mhz}, {w}"
+
+    t0 = 1_800_000_000.0
+    text = "\n".join([line(t0 + 0.00, 1980, 300.5), line(t0 + 0.02, 1700, 690.0),
+                      line(t0 + 0.04, 1720, 700.0), line(t0 + 0.06, 1740, 680.0),
+                      "2026/12/04 19:00:00.000, [N/A], [N/A]", "garbage", line(t0 + 1.0, 1980, 100.0)])
+    samples = gc.parse(text)
+    assert len(samples) == 5  # the [N/A] and malformed lines are dropped
+    assert abs(samples[1][0] - (t0 + 0.02)) < 1e-3 and samples[1][1:] == (1700.0, 690.0)
+    assert gc.window_stats(samples, [t0 + 0.01, t0 + 0.07]) == {"sm_mhz": 1720.0, "power_w": 690.0,
+                                                                 "clock_samples": 3}
+    assert gc.window_stats(samples, [t0 + 2, t0 + 3]) == {}
+    results = {"ceilings": {"gemm_tflops": 700.0, "gemm_window": [t0 - 0.01, t0 + 0.01]},
+               "cases": [{"results": {"flashband-sm90": {"ms": 1.0, "window": [t0 + 0.01, t0 + 0.07]},
+                                      "sdpa-cudnn": {"ms": 1.1, "window": [t0 + 0.9, t0 + 1.1]},
+                                      "flex": {"skipped": "not supported"}}}]}
+    assert gc.summary(results) is None  # nothing attached yet
+    gc.attach(results, samples)
+    r = results["cases"][0]["results"]
+    assert r["flashband-sm90"]["sm_mhz"] == 1720.0 and r["sdpa-cudnn"]["sm_mhz"] == 1980.0
+    assert "sm_mhz" not in r["flex"]
+    assert results["ceilings"]["gemm_sm_mhz"] == 1980.0
+    line_ = gc.summary(results)
+    assert "flashband-sm90 1720 MHz (1720–1720)" in line_ and "sdpa-cudnn 1980 MHz" in line_
+    assert "GEMM ceiling's reading 1980 MHz" in line_
+
+
+def test_gpu_clock_sampler_runs_a_sampler_and_cleans_up(tmp_path):
+    gc = _gpu_clock()
+    import pathlib as _pl
+    import time
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import datetime, sys, time\n"
+                    "assert '--query-gpu=timestamp,clocks.sm,power.draw' in sys.argv\n"
+                    "while True:\n"
+                    "    print(datetime.datetime.now().strftime('%Y/%m/%d %H:%M:%S.%f')[:-3] + ', 1755, 612.5', flush=True)\n"
+                    "    time.sleep(0.02)\n")
+    fake.chmod(0o755)
+    sampler = gc.Sampler(exe=str(fake))
+    path = _pl.Path(sampler.path)
+    start = time.time()
+    time.sleep(0.5)
+    samples = sampler.stop()
+    assert len(samples) >= 5, samples
+    assert all(start - 1 <= t <= time.time() for t, _, _ in samples)
+    assert all((mhz, w) == (1755.0, 612.5) for _, mhz, w in samples)
+    assert not path.exists()  # the temporary file is gone
+    assert sampler.stop() == []  # a second stop is harmless
+    assert gc.Sampler(exe=str(tmp_path / "missing")).stop() == []  # cannot start: no clocks
+
+
+def test_report_shows_the_clock_line_only_with_clocks(tmp_path):
+    report = _bench_module("report")
+    results = report.fake_results(quick=True)
+    md = tmp_path / "a.md"
+    report.render(results, md, tmp_path / "img")
+    assert "SM clock during the readings" not in md.read_text()
+    for case in results["cases"]:
+        for r in case["results"].values():
+            if "ms" in r:
+                r["sm_mhz"] = 1800.0
+    report.render(results, md, tmp_path / "img")
+    assert "SM clock during the readings" in md.read_text()
