@@ -4,9 +4,10 @@ A kernel that draws more power can run at a lower clock than its peer in the sam
 H200 throttles at its power limit), and the same problem read twice in one run has differed
 by up to 13% for sm90 while sm80 read the same (docs/notes.md, fiftieth session): TFLOP/s
 alone cannot tell a slower kernel from a slower clock. nvidia-smi samples the clock and
-power in a separate process (no cost on the GPU), each reading keeps the wall-clock window
-of its do_bench call (warm-up included), and attach() gives each reading the median of the
-samples inside its window. Without nvidia-smi the readings simply carry no clock.
+power in a separate process (a driver query every 20 ms; FB_BENCH_CLOCK=0 turns it off),
+each reading keeps the wall-clock window of its do_bench call (warm-up included), and
+attach() gives each reading the median of the samples inside its window. Without
+nvidia-smi the readings simply carry no clock.
 """
 
 from __future__ import annotations
@@ -23,84 +24,124 @@ import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 PERIOD_MS = 20
-QUERY = "timestamp,clocks.sm,power.draw"
+# power.draw is a one-second average on Hopper; readings are 50-300 ms, so the instant value
+# where the driver has it (power_field picks).
+FIELDS = ("timestamp", "uuid", "clocks.sm")
+POWER_FIELDS = ("power.draw.instant", "power.draw")
 
-Sample = Tuple[float, float, float]  # (epoch seconds, SM MHz, watts)
+Sample = Tuple[float, str, float, Optional[float]]  # (epoch seconds, GPU uuid, SM MHz, watts)
+
+
+def enabled() -> bool:
+    """FB_BENCH_CLOCK=0 turns the sampling off (to measure what it costs)."""
+    return os.environ.get("FB_BENCH_CLOCK", "1") != "0"
 
 
 _libc = None  # loaded in the parent: the child between fork and exec only calls it
+_parent = 0
 
 
 def _die_with_parent() -> None:
     """In the child: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG = 1), so that a
-    run killed by its time limit leaves no sampler behind."""
+    run killed by its time limit leaves no sampler behind; and exit if it already has."""
     if _libc is not None:
         _libc.prctl(1, signal.SIGTERM)
+    if os.getppid() != _parent:
+        os._exit(1)
+
+
+def power_field(exe: str) -> str:
+    """The first of POWER_FIELDS that nvidia-smi answers with a number."""
+    for field in POWER_FIELDS:
+        try:
+            out = subprocess.run([exe, f"--query-gpu={field}", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+            float(out.stdout.splitlines()[0])
+            return field
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            continue
+    return POWER_FIELDS[-1]
 
 
 class Sampler:
-    """nvidia-smi writing one CSV line per PERIOD_MS to a temporary file until stop() (not
-    beside the results: the GPU machine returns at most 8 files)."""
+    """nvidia-smi writing one CSV line per GPU every PERIOD_MS to a temporary file until stop()
+    (not beside the results: the GPU machine returns at most 8 files). Never fails the run:
+    anything that goes wrong leaves the readings without clocks."""
 
     def __init__(self, exe: Optional[str] = None):
         self.proc: Optional[subprocess.Popen] = None
+        self.path: Optional[pathlib.Path] = None
         exe = exe or shutil.which("nvidia-smi")
-        if not exe:
+        if not exe or not enabled():
             return
-        global _libc
-        if _libc is None:
-            try:
-                _libc = ctypes.CDLL(None)
-            except OSError:
-                pass
-        fd, name = tempfile.mkstemp(prefix="gpu_clock_", suffix=".csv")
-        os.close(fd)
-        self.path = pathlib.Path(name)
-        cmd = [exe, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", str(PERIOD_MS)]
-        # Line-buffered, so that the lines written before stop() are in the file.
-        stdbuf = shutil.which("stdbuf")
-        if stdbuf:
-            cmd = [stdbuf, "-oL"] + cmd
+        global _libc, _parent
         try:
-            with open(self.path, "w") as out:
+            if _libc is None:
+                _libc = ctypes.CDLL(None)
+            _parent = os.getpid()
+            query = ",".join(FIELDS + (power_field(exe),))
+            cmd = [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-lms", str(PERIOD_MS)]
+            # Line-buffered, so that every line written before stop() is in the file.
+            stdbuf = shutil.which("stdbuf")
+            if stdbuf:
+                cmd = [stdbuf, "-oL"] + cmd
+            fd, name = tempfile.mkstemp(prefix="gpu_clock_", suffix=".csv")
+            self.path = pathlib.Path(name)
+            with os.fdopen(fd, "w") as out:
                 self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL,
-                                             preexec_fn=_die_with_parent)
-        except OSError:
+                                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        except Exception:  # noqa: BLE001 (an optional record: never the run's failure)
             self.proc = None
+            self._remove()
+
+    def _remove(self) -> None:
+        if self.path is not None:
             self.path.unlink(missing_ok=True)
+            self.path = None
 
     def stop(self) -> List[Sample]:
+        """Ends the sampler (SIGTERM, then SIGKILL; never waits more than a few seconds) and
+        returns its samples."""
         if self.proc is None:
             return []
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # its loop's own exit, which flushes
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=2)
+        except Exception:  # noqa: BLE001 (a sampler stuck in the driver: leave it to the death signal)
+            pass
         self.proc = None
         try:
-            return parse(self.path.read_text())
+            return parse(self.path.read_text(errors="replace")) if self.path else []
         except OSError:
             return []
         finally:
-            self.path.unlink(missing_ok=True)
+            self._remove()
 
 
 def parse(text: str) -> List[Sample]:
-    """nvidia-smi's CSV lines -> samples; lines it could not fill ([N/A]) are dropped."""
-    samples = []
+    """nvidia-smi's CSV lines -> samples; a line without a time or clock is dropped, a power
+    it could not read ([N/A]) is None."""
+    samples: List[Sample] = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) != 3:
+        if len(parts) != 4:
             continue
         try:
             # nvidia-smi prints local time, as naive datetimes' timestamp() reads it.
             t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-            samples.append((t, float(parts[1]), float(parts[2])))
+            mhz = float(parts[2])
         except ValueError:
             continue
+        try:
+            watts: Optional[float] = float(parts[3])
+        except ValueError:
+            watts = None
+        samples.append((t, parts[1], mhz, watts))
     return samples
 
 
@@ -109,12 +150,22 @@ def window_stats(samples: Sequence[Sample], window: Sequence[float]) -> Dict[str
     inside = [s for s in samples if window[0] <= s[0] <= window[1]]
     if not inside:
         return {}
-    return {"sm_mhz": statistics.median(s[1] for s in inside),
-            "power_w": statistics.median(s[2] for s in inside), "clock_samples": len(inside)}
+    stats = {"sm_mhz": statistics.median(s[2] for s in inside), "clock_samples": len(inside)}
+    watts = [s[3] for s in inside if s[3] is not None]
+    if watts:
+        stats["power_w"] = statistics.median(watts)
+    return stats
 
 
-def attach(results: dict, samples: Sequence[Sample]) -> None:
-    """Adds window_stats to every reading (and the GEMM ceiling) that kept a window."""
+def attach(results: dict, samples: Sequence[Sample], uuid: Optional[str] = None) -> None:
+    """Adds window_stats to every reading (and the GEMM ceiling) that kept a window, from the
+    samples of the GPU `uuid` (nvidia-smi's "GPU-..." form); without one, only where a
+    single GPU was sampled."""
+    uuids = {s[1] for s in samples}
+    if uuid is not None:
+        samples = [s for s in samples if s[1] == uuid]
+    elif len(uuids) != 1:
+        return
     if not samples:
         return
     ceil = results.get("ceilings", {})
@@ -124,6 +175,14 @@ def attach(results: dict, samples: Sequence[Sample]) -> None:
         for r in case.get("results", {}).values():
             if isinstance(r, dict) and r.get("window"):
                 r.update(window_stats(samples, r["window"]))
+
+
+def device_uuid(torch) -> Optional[str]:
+    """The benchmark's GPU (CUDA device 0) as nvidia-smi names it, or None."""
+    try:
+        return "GPU-" + str(torch.cuda.get_device_properties(0).uuid)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def summary(results: dict) -> Optional[str]:

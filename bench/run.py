@@ -199,7 +199,10 @@ def _run_benchmark(args, clock: gpu_clock.Sampler) -> int:
             stop=over_budget)
         for line in results["meta"]["settled"]:
             print(f"run.py: measured again: {line}", flush=True)
-    gpu_clock.attach(results, clock.stop())
+    try:
+        gpu_clock.attach(results, clock.stop(), gpu_clock.device_uuid(torch))
+    except Exception as e:  # an optional record: the results stand without it
+        print(f"run.py: no SM clocks ({_err(e)})", flush=True)
     write_json(json_path, results)
     written = report.render(results, md_path, img_dir)
     print(f"run.py: done in {progress.elapsed():.0f}s; wrote {json_path}, "

@@ -303,36 +303,77 @@ def _gpu_clock():
     return _bench_module("gpu_clock")
 
 
-def test_gpu_clock_gives_each_reading_the_samples_of_its_window():
-    gc = _gpu_clock()
+def test_gpu_clock_gives_each_reading_the_samples_of_its_window(monkeypatch):
     import datetime
+    import time
 
-    def line(t, mhz, w):
-        return datetime.datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] + f", {mhz}, {w}"
+    # nvidia-smi prints local time: a zone other than UTC shows a parse that reads UTC
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        gc = _gpu_clock()
+        gpu, other = "GPU-aaaa", "GPU-bbbb"
 
-    t0 = 1_800_000_000.0
-    text = "\n".join([line(t0 + 0.00, 1980, 300.5), line(t0 + 0.02, 1700, 690.0),
-                      line(t0 + 0.04, 1720, 700.0), line(t0 + 0.06, 1740, 680.0),
-                      "2026/12/04 19:00:00.000, [N/A], [N/A]", "garbage", line(t0 + 1.0, 1980, 100.0)])
-    samples = gc.parse(text)
-    assert len(samples) == 5  # the [N/A] and malformed lines are dropped
-    assert abs(samples[1][0] - (t0 + 0.02)) < 1e-3 and samples[1][1:] == (1700.0, 690.0)
-    assert gc.window_stats(samples, [t0 + 0.01, t0 + 0.07]) == {"sm_mhz": 1720.0, "power_w": 690.0,
-                                                                 "clock_samples": 3}
-    assert gc.window_stats(samples, [t0 + 2, t0 + 3]) == {}
-    results = {"ceilings": {"gemm_tflops": 700.0, "gemm_window": [t0 - 0.01, t0 + 0.01]},
-               "cases": [{"results": {"flashband-sm90": {"ms": 1.0, "window": [t0 + 0.01, t0 + 0.07]},
-                                      "sdpa-cudnn": {"ms": 1.1, "window": [t0 + 0.9, t0 + 1.1]},
-                                      "flex": {"skipped": "not supported"}}}]}
-    assert gc.summary(results) is None  # nothing attached yet
-    gc.attach(results, samples)
-    r = results["cases"][0]["results"]
-    assert r["flashband-sm90"]["sm_mhz"] == 1720.0 and r["sdpa-cudnn"]["sm_mhz"] == 1980.0
-    assert "sm_mhz" not in r["flex"]
-    assert results["ceilings"]["gemm_sm_mhz"] == 1980.0
-    line_ = gc.summary(results)
-    assert "flashband-sm90 1720 MHz (1720–1720)" in line_ and "sdpa-cudnn 1980 MHz" in line_
-    assert "GEMM ceiling's reading 1980 MHz" in line_
+        def line(t, mhz, w, uuid=gpu):
+            return datetime.datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] + f", {uuid}, {mhz}, {w}"
+
+        t0 = 1_800_000_000.0
+        text = "\n".join([line(t0 + 0.00, 1980, 300.5), line(t0 + 0.02, 1700, 690.0),
+                          line(t0 + 0.04, 1720, "[N/A]"), line(t0 + 0.06, 1740, 680.0),
+                          "2026/12/04 19:00:00.000, GPU-aaaa, [N/A], [N/A]", "garbage",
+                          line(t0 + 1.0, 1980, 100.0), line(t0 + 0.04, 1410, 150.0, other)])
+        samples = gc.parse(text)
+        assert len(samples) == 6  # lines without a clock or time dropped; a missing power is None
+        assert abs(samples[1][0] - (t0 + 0.02)) < 1e-3 and samples[1][1:] == (gpu, 1700.0, 690.0)
+        assert samples[2][3] is None
+        ours = [x for x in samples if x[1] == gpu]
+        # the window's edges count: 0.02 and 0.06 are in
+        assert gc.window_stats(ours, [t0 + 0.02, t0 + 0.06]) == {"sm_mhz": 1720.0, "clock_samples": 3,
+                                                                  "power_w": 685.0}
+        assert gc.window_stats(ours, [t0 + 2, t0 + 3]) == {}
+        results = {"ceilings": {"gemm_tflops": 700.0, "gemm_window": [t0 - 0.01, t0 + 0.01]},
+                   "cases": [{"results": {"flashband-sm90": {"ms": 1.0, "window": [t0 + 0.01, t0 + 0.07]},
+                                          "sdpa-cudnn": {"ms": 1.1, "window": [t0 + 0.9, t0 + 1.1]},
+                                          "flex": {"skipped": "not supported"}}}]}
+        assert gc.summary(results) is None  # nothing attached yet
+        gc.attach(results, samples)  # two GPUs sampled and none named: no clocks
+        assert gc.summary(results) is None
+        gc.attach(results, samples, gpu)
+        r = results["cases"][0]["results"]
+        assert r["flashband-sm90"]["sm_mhz"] == 1720.0 and r["sdpa-cudnn"]["sm_mhz"] == 1980.0
+        assert "sm_mhz" not in r["flex"]
+        assert results["ceilings"]["gemm_sm_mhz"] == 1980.0
+        text_ = gc.summary(results)
+        assert "flashband-sm90 1720 MHz (1720–1720)" in text_ and "sdpa-cudnn 1980 MHz" in text_
+        assert "GEMM ceiling's reading 1980 MHz" in text_
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def _stand_in_nvidia_smi(tmp_path):
+    """A stand-in for nvidia-smi: one power reading for the probe, lines every 20 ms in a loop."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import datetime, sys, time\n"
+                    "query = [a for a in sys.argv if a.startswith('--query-gpu=')][0]\n"
+                    "if '-lms' not in sys.argv:\n"
+                    "    print('612.5' if query.endswith('power.draw.instant') else 'bad'); sys.exit(0)\n"
+                    "assert query == '--query-gpu=timestamp,uuid,clocks.sm,power.draw.instant', query\n"
+                    "while True:\n"
+                    "    print(datetime.datetime.now().strftime('%Y/%m/%d %H:%M:%S.%f')[:-3] + ', GPU-x, 1755, 612.5', flush=True)\n"
+                    "    time.sleep(0.02)\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def _alive(pid):
+    import pathlib as _pl
+    status = _pl.Path(f"/proc/{pid}/status")
+    try:
+        return "\tZ" not in [l for l in status.read_text().splitlines() if l.startswith("State:")][0]
+    except (OSError, IndexError):
+        return False
 
 
 def test_gpu_clock_sampler_runs_a_sampler_and_cleans_up(tmp_path):
@@ -340,25 +381,42 @@ def test_gpu_clock_sampler_runs_a_sampler_and_cleans_up(tmp_path):
     import pathlib as _pl
     import time
 
-    fake = tmp_path / "nvidia-smi"
-    fake.write_text("#!" + sys.executable + "\n"
-                    "import datetime, sys, time\n"
-                    "assert '--query-gpu=timestamp,clocks.sm,power.draw' in sys.argv\n"
-                    "while True:\n"
-                    "    print(datetime.datetime.now().strftime('%Y/%m/%d %H:%M:%S.%f')[:-3] + ', 1755, 612.5', flush=True)\n"
-                    "    time.sleep(0.02)\n")
-    fake.chmod(0o755)
+    fake = _stand_in_nvidia_smi(tmp_path)
+    assert gc.power_field(str(fake)) == "power.draw.instant"
     sampler = gc.Sampler(exe=str(fake))
-    path = _pl.Path(sampler.path)
+    path, pid = _pl.Path(sampler.path), sampler.proc.pid
     start = time.time()
-    time.sleep(0.5)
+    while time.time() - start < 5 and path.read_text().count("\n") < 5:
+        time.sleep(0.05)
     samples = sampler.stop()
     assert len(samples) >= 5, samples
-    assert all(start - 1 <= t <= time.time() for t, _, _ in samples)
-    assert all((mhz, w) == (1755.0, 612.5) for _, mhz, w in samples)
-    assert not path.exists()  # the temporary file is gone
+    assert all(start - 1 <= t <= time.time() and tuple(rest) == ("GPU-x", 1755.0, 612.5) for t, *rest in samples)
+    assert not path.exists() and not _alive(pid)  # the temporary file and the sampler are gone
     assert sampler.stop() == []  # a second stop is harmless
     assert gc.Sampler(exe=str(tmp_path / "missing")).stop() == []  # cannot start: no clocks
+
+
+def test_gpu_clock_sampler_dies_with_the_run(tmp_path):
+    import subprocess
+    import time
+
+    fake = _stand_in_nvidia_smi(tmp_path)
+    child = ("import sys, os; sys.path.insert(0, sys.argv[1]); import gpu_clock; "
+             "s = gpu_clock.Sampler(exe=sys.argv[2]); print(s.proc.pid, flush=True); os._exit(0)")
+    out = subprocess.run([sys.executable, "-c", child, str(RUN.parent), str(fake)], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    pid = int(out.split()[0])
+    deadline = time.time() + 5
+    while _alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_gpu_clock_can_be_turned_off(tmp_path, monkeypatch):
+    gc = _gpu_clock()
+    monkeypatch.setenv("FB_BENCH_CLOCK", "0")
+    sampler = gc.Sampler(exe=str(_stand_in_nvidia_smi(tmp_path)))
+    assert sampler.proc is None and sampler.stop() == []
 
 
 def test_report_shows_the_clock_line_only_with_clocks(tmp_path):
