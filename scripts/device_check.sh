@@ -54,6 +54,18 @@ if has unit; then
     && note unit ok "$(grep -o '[0-9]* tests passed[^,]*' "$LOG/unit.log" | head -1)" \
     || { note unit FAILED "$(grep -E 'tests passed' "$LOG/unit.log")"; grep -A3 "FAILED\|Failure" "$LOG/unit.log" | head -40; }
 fi
+if has gpu && ! has unit; then
+  # The planners' host tests (no GPU, seconds): a GPU group's filter reaches only
+  # flashband_gpu_tests, and a change of a tile rule breaks these first (fiftieth session).
+  for t in flashband_sm90_host_tests flashband_sm80_host_tests flashband_sm90_dispatch_tests; do
+    [ -x "build/tests/gpu/$t" ] || continue
+    if timeout 120 "./build/tests/gpu/$t" --gtest_brief=1 >"$LOG/host_$t.log" 2>&1; then
+      note host ok "$t: $(grep -E '^\[  PASSED' "$LOG/host_$t.log")"
+    else
+      note host FAILED "$t"; grep -E "^\[  FAILED|Failure" "$LOG/host_$t.log" | head -20
+    fi
+  done
+fi
 if has gpu; then
   # One run per backend group, each with its own time limit, so a hang in one backend's
   # kernels cannot take the others' results with it. The cudnn group builds a cuDNN graph
