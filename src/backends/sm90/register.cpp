@@ -5,18 +5,19 @@
 // takes_runtime_mask_kernels). One kernel serves the four (needs_mask, soft_cap) keys of
 // its dtype / head dim / storage, except that the wide-tile kernel takes over where the
 // head dim has one: D = 64 (192 query rows; contiguous and paged K/V) and 128 (176 keys;
-// contiguous, and paged on gathered pages) for keys neither masked nor soft-capped, D = 256 (80 keys; contiguous, and
-// paged on gathered pages) for all four, with a kernel of its own for the unmasked keys
+// contiguous, and paged on gathered pages) for keys neither masked nor soft-capped, D = 256
+// (80 keys; contiguous, and paged on gathered pages) for all four, with a kernel of its own
+// for the unmasked keys
 // and, for the masked ones (D = 64, 128 and 256), a runtime-mask one and a causal-only one
 // (tile_config.h use_wide_tiles, the rule plan_sm90 follows too; make_kernel_params refuses
 // a plan whose tile is not the kernel's). Where the rule depends on the problem's shape
 // (D = 64 and 128 with a mask: long requests only, and at D = 128 not under a causal
 // window; contiguous D = 128 without one: by the typical request's keys,
 // narrow_unmasked_pays; paged D = 128 without one and D = 256: by the length, and paged by
-// the page size, pages_by_tma),
-// the key's launch runs the kernel of the tile its plan chose. On the narrow tiles of D =
-// 64, 128 and 256 (contiguous and paged), and the masked wide tiles (D = 64 and 256,
-// contiguous and paged; D = 128, contiguous) a masked key's launch runs a causal-only
+// the page size, pages_by_tma), the key's launch runs the kernel of the tile its plan
+// chose. On the narrow tiles of D = 64, 128 and 256 (contiguous and paged), and the masked
+// wide tiles (D = 64 and 256, contiguous and paged; D = 128, contiguous) a masked key's
+// launch runs a causal-only
 // kernel where the plan chose it (causal problems without a window or soft cap: short
 // requests on a narrow tile, any length on gathered pages or a wide one; tile_config.h
 // use_causal_kernel), the runtime-mask one otherwise.
