@@ -347,7 +347,7 @@ def test_gpu_clock_gives_each_reading_the_samples_of_its_window(monkeypatch):
         assert "flashband-sm90 1720 MHz (1720–1720)" in text_ and "sdpa-cudnn 1980 MHz" in text_
         assert "GEMM ceiling's reading 1980 MHz" in text_
     finally:
-        monkeypatch.delenv("TZ")
+        monkeypatch.undo()  # TZ as it was, then the C library's zone from it
         time.tzset()
 
 

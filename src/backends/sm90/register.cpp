@@ -104,7 +104,7 @@ void launch_unmasked_by_shape(const core::AttentionParams& a) {
 template <DType T, int D, bool P>
 constexpr Compiled row() {
   constexpr bool kWideTile = sm90::kHasWide<D> && (!P || sm90::kWidePaged<D>);
-  constexpr bool kWideMasked = kWideTile && sm90::kWideMasked<D> && (!P || sm90::kWidePagedMasked<D>);
+  constexpr bool kWideMasked = kWideTile && sm90::wide_takes_masked<D>(P);
   // Whether some problem of the row takes the narrow tile: the shortest one, on TMA pages
   // where paged (the rule never prefers the wide tile for them).
   constexpr bool kNarrowUnmaskedSome = !sm90::use_wide_tiles_of<D>(false, P, P, 0);

@@ -370,6 +370,15 @@ template <int kHeadDim>
 constexpr bool kWidePagedMasked = true;
 template <>
 constexpr bool kWidePagedMasked<128> = false;
+// Whether masked problems on this storage may take the head dim's wide tile: the rule
+// (use_wide_tiles_of) and the registry's kernel list (register.cpp) both read it, and every
+// such tile has a causal-only kernel (has_causal_kernel).
+template <int kHeadDim>
+FB_HD constexpr bool wide_takes_masked(bool paged) {
+  return kWideMasked<kHeadDim> && (!paged || kWidePagedMasked<kHeadDim>);
+}
+static_assert(has_causal_kernel(128, true, true) == wide_takes_masked<128>(true) &&
+              has_causal_kernel(128, false, true) == wide_takes_masked<128>(false));
 // Whether a tile's paged kernels have no TMA page path (and no page tables).
 template <int kHeadDim, bool kWide>
 constexpr bool kPagedGatherOnly = kWide && kWidePagedGatherOnly<kHeadDim>;
@@ -411,8 +420,7 @@ FB_HD constexpr bool use_wide_tiles_of(bool masked, bool paged, bool tma_pages, 
          (paged ? kWidePaged<kHeadDim> && !(tma_pages && kWidePagedGatherOnly<kHeadDim>) &&
                       length >= kWidePagedMinLength<kHeadDim>
                 : length >= kWideContiguousMinLength<kHeadDim>) &&
-         (masked ? kWideMasked<kHeadDim> && (!paged || kWidePagedMasked<kHeadDim>) &&
-                       length >= kWideMaskedMinRows<kHeadDim>
+         (masked ? wide_takes_masked<kHeadDim>(paged) && length >= kWideMaskedMinRows<kHeadDim>
                  : !narrow_unmasked_pays<kHeadDim>(length));
 }
 
