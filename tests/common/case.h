@@ -37,9 +37,9 @@ struct Case {
   // GPU only (ragged, paged, decode): K and V past element 2^31 (and byte 2^32) of their
   // tensors, with poison wherever a 32-bit offset would land instead. Paged caches: every
   // page, behind that many poison pages. Ragged (indptr starts at 0, so the first token
-  // stays at offset 0): NHD stretches the token stride until the last token lies past
-  // 2^31, HND the head stride until every head but the first does. GiBs of device memory
-  // a case.
+  // stays at offset 0): NHD stretches the token stride until the longest request's last
+  // token lies 2^31 past its first, HND the head stride until every head but the first
+  // lies past 2^31. The poison is NaN. GiBs of device memory a case.
   bool far_kv = false;
   Backend backend = Backend::kCPU;
   Device device = Device::kCPU;

@@ -32,7 +32,10 @@ std::vector<double> read_back(const DeviceBuffer& buf, DType dtype, int64_t nume
 // far_kv (case.h): offsets past element 2^31 of a tensor, so that any a kernel computes in
 // 32 bits wraps (and past byte 2^32).
 constexpr int64_t kFarElements = int64_t{1} << 31;
-constexpr unsigned char kPoisonByte = 0x4B;  // bf16 0x4B4B is 1.3e7, fp16 14.6: logits that win
+// 0xFFFF is NaN in bf16 and fp16: a poison key or value read anywhere, even under a weight
+// of 0, turns its rows NaN, whatever the sign of its logit (a finite poison could lose the
+// softmax and go unseen). A real cache's unused slots can hold NaN too.
+constexpr unsigned char kPoisonByte = 0xFF;
 
 // The smallest stride, in whole 16-byte chunks of two-byte elements, at least `block` (the
 // elements of one block of data) whose `count`-th multiple passes kFarElements + block: an
@@ -123,9 +126,12 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       const int64_t nnz = kv_indptr.back();
       kview = nhd ? TensorView::contiguous(nullptr, c.dtype, {nnz, Hk, D}, dev)
                   : TensorView::contiguous(nullptr, c.dtype, {Hk, nnz, D}, dev);
-      // far_kv: the tokens (NHD) or heads (HND) spread apart until the last one starts past
-      // element 2^31, poison between them.
-      if (c.far_kv) kview.strides[0] = nhd ? far_stride(Hk * D, nnz - 1) : far_stride(nnz * D, Hk - 1);
+      // far_kv: the tokens (NHD) or heads (HND) spread apart, poison between them. NHD: the
+      // longest request's last token lies past element 2^31 counted from that request's
+      // first, so offsets taken relative to a request wrap too (and the last token's from
+      // the tensor's start); HND: every head but the first starts past 2^31.
+      const int longest = kv_lens.empty() ? 1 : *std::max_element(kv_lens.begin(), kv_lens.end());
+      if (c.far_kv) kview.strides[0] = nhd ? far_stride(Hk * D, std::max(1, longest - 1)) : far_stride(nnz * D, Hk - 1);
       auto to_kv = [&](const HostArray& a) {
         return c.far_kv ? to_device_spread(dev, a, kview.shape[0], 0, kview.strides[0]) : to_device(dev, a);
       };

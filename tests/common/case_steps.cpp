@@ -1,5 +1,6 @@
 #include "case_steps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -30,8 +31,9 @@ void validate_case(const Case& c) {
   if (c.far_kv && (c.entry == EntryPoint::kSingle || c.device != Device::kCUDA))
     bad("far_kv: ragged, paged or decode on the GPU only");
   if (c.far_kv && c.entry == EntryPoint::kRagged &&
-      (c.layout == KVLayout::kNHD ? std::accumulate(c.kv_lens.begin(), c.kv_lens.end(), 0) < 2 : c.num_kv_heads < 2))
-    bad("far_kv: ragged needs two tokens (NHD) or two KV heads (HND) to spread apart");
+      (c.layout == KVLayout::kNHD ? c.kv_lens.empty() || *std::max_element(c.kv_lens.begin(), c.kv_lens.end()) < 2
+                                    : c.num_kv_heads < 2))
+    bad("far_kv: ragged needs a request of two tokens (NHD) or two KV heads (HND) to spread apart");
 }
 
 std::vector<int> case_qo_lens(const Case& c) {

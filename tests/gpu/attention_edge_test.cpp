@@ -264,6 +264,11 @@ std::vector<Named> edge_cases() {
     c = make_case(E::kPaged, {1000}, {2000}, 2, 2, 128, f16, false);
     c.page_size = 16;
     v.push_back({"paged_d128", c});
+    // A last tile of 138 rows: the second row of a thread (tid + 128) valid for some
+    // threads, zero-filled for the others.
+    c = make_case(E::kPaged, {300, 20}, {2250, 2250}, 2, 1, 128, bf16, false);
+    c.page_size = 16;
+    v.push_back({"paged_d128", c});
     c = make_case(E::kPaged, {8300, 40}, {8400, 40}, 2, 1, 128, bf16, false, 700);
     c.page_size = 16;
     v.push_back({"paged_d128", c});
@@ -376,8 +381,12 @@ std::vector<Named> edge_cases() {
     Case c = make_case(E::kPaged, {40}, {2500}, 4, 4, 128, bf16, true);
     c.page_size = 1;
     v.push_back({"split", c, true});
-    // sm90: split partial states from the unmasked narrow paged kernels (D = 128 and 256).
+    // sm90: split partial states from the unmasked paged kernels: D = 128's 176-key tile
+    // (gathered, from 2048 keys) and narrow tile (under it), D = 256's narrow one.
     c = make_case(E::kPaged, {40}, {2500}, 4, 4, 128, f16, false);
+    c.page_size = 16;
+    v.push_back({"split", c, true, true});
+    c = make_case(E::kPaged, {40}, {2000}, 4, 4, 128, bf16, false);
     c.page_size = 16;
     v.push_back({"split", c, true, true});
     c = make_case(E::kPaged, {40}, {2500}, 2, 1, 256, bf16, false);
@@ -531,6 +540,13 @@ std::vector<Named> edge_cases() {
     {  // sm90: the unmasked narrow paged kernel
       Case c = make_case(E::kPaged, m.qo, m.kv, 8, 2, 128, f16, false);
       c.page_size = 16;
+      v.push_back({"many_units", c});
+      // and the 176-key one (2048 keys and up), its three row tables of two rows a thread
+      // carried from unit to unit, on pages of 5
+      ManyRequests keyed = m;
+      for (std::size_t i = 0; i < keyed.kv.size(); ++i) keyed.kv[i] = 2048 + static_cast<int>(i) * 7;
+      c = make_case(E::kPaged, keyed.qo, keyed.kv, 8, 2, 128, bf16, false);
+      c.page_size = 5;
       v.push_back({"many_units", c});
     }
     // Paged units back to back on every CTA, where sm90's producer carries its row tables
@@ -760,7 +776,7 @@ TEST(GpuEdgeCases, PagedD128CasesCoverBothTiles) {
     tma.page_size = 64;
     EXPECT_EQ(sm90_tile(tma).block_n, 128) << n.c.name() << " on pages of 64";
   }
-  EXPECT_EQ(wide, 3);
+  EXPECT_EQ(wide, 4);
   EXPECT_GE(narrow, 4);
 }
 
@@ -803,7 +819,7 @@ TEST(GpuEdgeCases, UnmaskedD128CasesCoverBothTiles) {
 // The many_units cases must give every CTA of a 132-SM GPU several sm90 units (one unit per
 // query tile of the case's sm90 tile and query head); checked without a GPU.
 TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
-  int checked = 0;
+  int checked = 0, wide_paged_d128 = 0;
   for (const Named& n : edge_cases()) {
     if (n.label != "many_units") continue;
     const int block_m = sm90_tile(n.c).block_m;
@@ -816,8 +832,13 @@ TEST(GpuEdgeCases, ManyUnitsCasesGiveEachCtaSeveralUnits) {
       EXPECT_EQ(block_m, 192) << n.c.name() << ": meant for the tall D = 64 paged tile";
     if (n.c.entry == EntryPoint::kPaged && n.c.head_dim == 256)
       EXPECT_EQ(sm90_tile(n.c).block_n, 80) << n.c.name() << ": meant for the 80-key paged tile";
+    if (n.c.entry == EntryPoint::kPaged && n.c.head_dim == 128 && n.c.page_size == 5) {
+      EXPECT_EQ(sm90_tile(n.c).block_n, 176) << n.c.name() << ": meant for the 176-key paged tile";
+      ++wide_paged_d128;
+    }
   }
-  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(checked, 17);
+  EXPECT_EQ(wide_paged_d128, 1);
 }
 
 // The D = 256 edge cases that `selects` picks meet both of their sm90 tiles, with and

@@ -10,6 +10,7 @@
 #include "backends/cudnn/cudnn_version.h"
 #include "backends/cudnn/graph_cache.h"
 #include "backends/cudnn/graph_key.h"
+#include "backends/cudnn/page_table.h"
 #include "backends/cudnn/problem_checks.h"
 #include "backends/cudnn/run_state.h"
 #include "backends/cudnn/workspace_layout.h"
@@ -111,20 +112,10 @@ std::vector<int32_t> stage_indices(const detail::Plan& plan, const GraphKey& key
   offsets(l.ragged_v, plan.kv_indptr, key.v_stride_n);
   if (l.page_table != kAbsent) {
     const int w = key.page_table_width;
-    for (int b = 0; b < batch; ++b) {
-      const int first = plan.kv_indptr[b], pages = plan.kv_indptr[b + 1] - first;
-      if (pages > w) {
-        throw Error(ErrorCode::kInternal, "cudnn plan: request " + std::to_string(b) + " has " +
-                                              std::to_string(pages) + " pages, page table width is " +
-                                              std::to_string(w));
-      }
-      // Slots past a request's pages stay 0: a valid page that the padding mask never reads.
-      for (int j = 0; j < pages; ++j) {
-        const std::size_t slot = static_cast<std::size_t>(b) * w + j;
-        at(l.page_table)[slot] = plan.page_indices[first + j];
-        at(l.page_table_x2)[slot] = 2 * plan.page_indices[first + j];
-      }
-    }
+    int32_t* table = at(l.page_table);
+    fill_page_table(plan.kv_indptr, plan.page_indices, batch, w, table);
+    int32_t* x2 = at(l.page_table_x2);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(batch) * w; ++i) x2[i] = 2 * table[i];
   }
   return s;
 }
