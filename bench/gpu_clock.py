@@ -200,4 +200,6 @@ def summary(results: dict) -> Optional[str]:
     gemm = results.get("ceilings", {}).get("gemm_sm_mhz") if isinstance(results.get("ceilings"), dict) else None
     tail = f"; the GEMM ceiling's reading {gemm:.0f} MHz" if gemm else ""
     return (f"- SM clock during the readings (nvidia-smi every {PERIOD_MS} ms; per reading the median of "
-            f"its samples, here their median and range per implementation): " + ", ".join(parts) + tail)
+            f"its samples, here their median and range per implementation): " + ", ".join(parts) + tail +
+            ". A sample is the clock of an instant, and readings of one problem do not follow it "
+            "(docs/notes.md, 2026-12-04): a record, not a correction")

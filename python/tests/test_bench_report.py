@@ -431,3 +431,4 @@ def test_report_shows_the_clock_line_only_with_clocks(tmp_path):
                 r["sm_mhz"] = 1800.0
     report.render(results, md, tmp_path / "img")
     assert "SM clock during the readings" in md.read_text()
+    assert "a record, not a correction" in md.read_text()
