@@ -54,6 +54,13 @@ struct BatchShape {
   int device_id = 0;
 };
 
+// CUDA graphs (all three batch classes): run() neither allocates nor synchronises, so it can
+// be captured; a replay launches the captured plan's kernel and arguments over whatever the
+// workspace holds then. Without Options::cuda_graph the capture is valid until the next
+// plan(). With it, a later plan() that would launch differently throws kUnsupported (naming
+// what changed) instead, so a replay after a plan() that returned computes that plan's
+// problem; run() then must not be called from two threads at once on one object.
+
 // Batch prefill over a ragged (CSR) KV: q [nnz_qo, Hq, D]; k, v [nnz_kv, Hk, D] (NHD) or
 // [Hk, nnz_kv, D] (HND).
 class BatchPrefillRagged {
@@ -70,6 +77,7 @@ class BatchPrefillRagged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
+  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
 };
 
 // A paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk,
@@ -100,6 +108,7 @@ class BatchPrefillPaged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
+  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
 };
 
 // One query per request: q and out [batch, Hq, D].
@@ -114,6 +123,7 @@ class BatchDecodePaged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
+  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
 };
 
 // Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).

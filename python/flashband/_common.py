@@ -42,12 +42,12 @@ def refuse_unsupported(**given: Any) -> None:
 def make_options(*, causal: bool = False, window_left: int = -1,
                  logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
-                 stream: int = 0) -> "_C.Options":
+                 stream: int = 0, cuda_graph: bool = False) -> "_C.Options":
     return _C.Options(causal=bool(causal), window_left=int(window_left),
                       logits_soft_cap=None if logits_soft_cap is None else float(logits_soft_cap),
                       sm_scale=None if sm_scale is None else float(sm_scale),
                       return_lse=bool(return_lse), kv_layout=kv_layout, backend=backend,
-                      stream=stream)
+                      stream=stream, cuda_graph=bool(cuda_graph))
 
 
 def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):

@@ -24,7 +24,9 @@ class BatchWrapperBase:
         make_options(kv_layout=kv_layout, backend=backend)  # raises naming a bad value now
         self._kv_layout = kv_layout
         self._backend = backend
-        self._use_cuda_graph = use_cuda_graph  # run() never allocates or syncs: graph-safe as is
+        # FlashInfer's meaning: a run() captured in a CUDA graph stays valid across plan()
+        # calls. The native plan keeps that promise or raises (Options.cuda_graph).
+        self._use_cuda_graph = bool(use_cuda_graph)
         self._workspace = float_workspace_buffer
         self._native = self._native_class()
         self._plan_args: Optional[tuple] = None
@@ -71,7 +73,7 @@ class BatchWrapperBase:
     def _plan_now(self, return_lse: bool) -> None:
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
                             backend=self._backend, stream=fw.current_stream(self._workspace),
-                            **self._semantics)
+                            cuda_graph=self._use_cuda_graph, **self._semantics)
         with fw.device_guard(self._workspace):
             self._native.plan(*self._plan_args, opts, fw.native(self._workspace))
         self._planned_lse = return_lse

@@ -135,6 +135,37 @@ def test_lse_on_demand_replans(env, dtype):
     assert np.abs(env.to64(lse) - ref_lse).max() < 1e-2
 
 
+# --- CUDA graph mode -------------------------------------------------------------------------
+
+def test_use_cuda_graph_reaches_the_native_plan(monkeypatch):
+    """use_cuda_graph=True becomes Options.cuda_graph, the native guard against replaying a
+    capture over a plan that launches differently (test_cuda_streams.py replays one on a GPU).
+    Host runs are never captured, so on the cpu backend plans of any lengths follow."""
+    import flashband._wrapper as wrapper_module
+    seen = []
+    real = wrapper_module.make_options
+
+    def spy(**kw):
+        seen.append(kw.get("cuda_graph"))
+        return real(**kw)
+
+    monkeypatch.setattr(wrapper_module, "make_options", spy)
+    assert flashband._C.Options(cuda_graph=True).cuda_graph
+    rng = np.random.default_rng(5)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), use_cuda_graph=True,
+                                                     backend="cpu")
+    for kv_lens in ([5, 40], [90, 3]):
+        batch = Ragged(rng, [1, 1], kv_lens, 4, 2, D)
+        paged = Paged(rng, batch, 16)
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+               q_data_type="float32")
+        out = w.run(batch.q.astype(np.float32),
+                    (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32)))
+        ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+        assert_out(out.astype(np.float64), ref, "float32")
+    assert [c for c in seen if c is not None] == [True, True]  # the constructor checks names only
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 def _numpy_env():

@@ -1,6 +1,7 @@
 """torch CUDA specifics: work runs on the caller's current stream, and a planned run can be
 captured in a CUDA graph and replayed (plan on the capture stream, run inside the capture:
-run() neither allocates nor synchronises). Skipped without torch and a GPU."""
+run() neither allocates nor synchronises), with use_cuda_graph=True also after later plans
+that keep its launch. Skipped without torch and a GPU."""
 
 import numpy as np
 import pytest
@@ -87,6 +88,54 @@ def test_cuda_graph_capture_and_replay(backend):
     graph.replay()
     torch.cuda.synchronize()
     assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
+    """use_cuda_graph=True, FlashInfer's contract: a graph captured under one plan, replayed
+    after plan() with other pages (same lengths, same pool), computes the new plan's problem;
+    a plan() that would launch differently (longer requests) raises instead, and its plan is
+    then the wrapper's for an eager run."""
+    require(backend, "paged_decode")
+    rng = np.random.default_rng(11)
+    batch = Ragged(rng, [1] * 5, [33, 1, 200, 64, 17], 8, 2, 128)
+    first, second = Paged(rng, batch, 16), Paged(rng, batch, 16)  # other pages, same pool size
+    assert not np.array_equal(first.indices, second.indices)
+    q = to_gpu(batch.q)
+    cache = (to_gpu(first.k_pages), to_gpu(first.v_pages))
+    out = torch.empty_like(q)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")  # room for all three plans
+
+    def plan(w, paged):
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
+               q_data_type=DTYPE, num_pages=paged.num_pages)
+
+    with torch.cuda.stream(stream):
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
+        plan(w, first)
+        w.run(q, cache, out=out)  # warm-up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        w.run(q, cache, out=out)
+    with torch.cuda.stream(stream):
+        cache[0].copy_(to_gpu(second.k_pages))
+        cache[1].copy_(to_gpu(second.v_pages))
+        plan(w, second)
+        out.fill_(float("nan"))
+        graph.replay()
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+    longer = Ragged(rng, [1] * 5, [300, 1, 200, 64, 700], 8, 2, 128)
+    third = Paged(rng, longer, 16)
+    with torch.cuda.stream(stream):
+        with pytest.raises(flashband.UnsupportedError, match="cuda_graph"):
+            plan(w, third)
+        eager = w.run(to_gpu(longer.q), (to_gpu(third.k_pages), to_gpu(third.v_pages)))
+    torch.cuda.synchronize()
+    assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 
 
 def test_single_prefill_on_a_side_stream():

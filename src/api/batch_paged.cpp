@@ -1,6 +1,7 @@
 // Paged batch prefill and paged decode: the same plan and binding; decode has one query per
 // request and a decode-shaped kernel (the selection's KernelShape).
 #include "api/bind.h"
+#include "api/capture_guard.h"
 #include "plan/make_plan.h"
 
 namespace flashband {
@@ -30,13 +31,15 @@ PagedKVCache PagedKVCache::from_stacked(const TensorView& kv) {
 
 namespace {
 
-RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, const TensorView& q, const PagedKVCache& kv,
-                  const TensorView& out, const TensorView* lse) {
+RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Plan>& captured,
+                  const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse) {
   if (!plan) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
   core::AttentionParams a = plan->params;
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
-  return detail::launch(*plan, a);
+  RunInfo info = detail::launch(*plan, a);
+  detail::after_run(captured, plan);
+  return info;
 }
 
 }  // namespace
@@ -53,12 +56,12 @@ void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, 
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  plan_ = detail::make_plan(r, workspace);
+  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                                const TensorView* lse) const {
-  return run_paged(plan_, q, kv, out, lse);
+  return run_paged(plan_, captured_, q, kv, out, lse);
 }
 
 BatchDecodePaged::BatchDecodePaged() = default;
@@ -72,7 +75,7 @@ void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Batch
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  plan_ = detail::make_plan(r, workspace);
+  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -80,7 +83,7 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, q, kv, out, lse);
+  return run_paged(plan_, captured_, q, kv, out, lse);
 }
 
 }  // namespace flashband

@@ -1,4 +1,5 @@
 #include "api/bind.h"
+#include "api/capture_guard.h"
 #include "plan/make_plan.h"
 
 namespace flashband {
@@ -15,7 +16,7 @@ void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr
   r.kv_indptr = kv_indptr;
   r.shape = shape;
   r.opts = opts;
-  plan_ = detail::make_plan(r, workspace);
+  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
@@ -24,7 +25,9 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
   core::AttentionParams a = plan_->params;
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
-  return detail::launch(*plan_, a);
+  RunInfo info = detail::launch(*plan_, a);
+  detail::after_run(captured_, plan_);
+  return info;
 }
 
 }  // namespace flashband

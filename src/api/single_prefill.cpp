@@ -7,6 +7,10 @@ namespace flashband {
 
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const TensorView* lse, const Options& opts, const Workspace& workspace) {
+  if (opts.cuda_graph)
+    throw Error(ErrorCode::kInvalidArgument,
+                "cuda_graph: got true, allowed: false for single_prefill, which plans on every call (the "
+                "option is for the batch classes, whose run() may be captured once and replayed across plans)");
   validate::dims({"q", q}, 3, "[qo_len, num_qo_heads, head_dim]");
   const bool nhd = opts.kv_layout == KVLayout::kNHD;
   const char* layout = nhd ? "[kv_len, num_kv_heads, head_dim] (NHD)" : "[num_kv_heads, kv_len, head_dim] (HND)";

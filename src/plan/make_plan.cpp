@@ -67,6 +67,18 @@ BackendPlanFn backend_planner(Backend b) {
   throw Error(ErrorCode::kNotBuilt, std::string("backend '") + backend_name(b) + "' is not in this build");
 }
 
+std::string state_signature_of(const Plan& plan) {
+  switch (plan.backend) {
+#if FLASHBAND_WITH_SM90
+    case Backend::kSM90: return state_signature_sm90(plan);
+#endif
+#if FLASHBAND_WITH_CUDNN
+    case Backend::kCUDNN: return state_signature_cudnn(plan);
+#endif
+    default: return {};  // cpu and sm80 launch from params alone
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace) {
@@ -105,6 +117,7 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     p.variant = p.kernel.key.to_string();
     backend_planner(p.backend)(p, workspace);
     if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
+    p.state_signature = state_signature_of(p);
   });
 }
 

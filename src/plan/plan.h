@@ -41,6 +41,9 @@ struct Plan {
   // RunInfo::variant, built once per plan: the kernel key, plus what the backend's planner
   // appends of its own choices (sm90: "/tileMxN", chosen by shape for some keys).
   std::string variant;
+  // What a launch reads from backend_state, as "name=value;" fields (plan/launch_signature.h):
+  // finish_plan() asks the backends whose launch reads host state (sm90, cudnn).
+  std::string state_signature;
 };
 
 // Per-backend planning: given a plan whose host fields and params' semantics are filled,
@@ -57,6 +60,14 @@ void plan_sm90(Plan& plan, const Workspace& workspace);
 #endif
 #if FLASHBAND_WITH_CUDNN
 void plan_cudnn(Plan& plan, const Workspace& workspace);
+#endif
+
+// Plan::state_signature of the backends whose launch reads backend_state.
+#if FLASHBAND_WITH_SM90
+std::string state_signature_sm90(const Plan& plan);
+#endif
+#if FLASHBAND_WITH_CUDNN
+std::string state_signature_cudnn(const Plan& plan);
 #endif
 
 }  // namespace flashband::detail

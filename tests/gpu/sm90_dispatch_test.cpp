@@ -144,9 +144,10 @@ struct Sweep {
   std::set<KernelId> reached;
 };
 
-// page_size: 0 for contiguous K/V.
-void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
-               const std::vector<int>& kv, bool causal, int window_in, float cap) {
+// The plan make_plan() would hand plan_sm90 for this problem; page_size 0 for contiguous
+// K/V, pages numbered from first_page in request order.
+detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>& qo, const std::vector<int>& kv,
+                          bool causal, int window_in, float cap, int first_page = 0) {
   const bool paged = page_size > 0;
   detail::Plan plan;
   const int B = static_cast<int>(qo.size());
@@ -160,12 +161,12 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
     int page = 0;
     for (int b = 0; b < B; ++b) {
       const int pages = (kv[b] + page_size - 1) / page_size;
-      for (int p = 0; p < pages; ++p) plan.page_indices.push_back(page++);
+      for (int p = 0; p < pages; ++p) plan.page_indices.push_back(first_page + page++);
       plan.kv_indptr.push_back(plan.kv_indptr.back() + pages);
       plan.last_page_len.push_back(kv[b] == 0 ? 0 : (kv[b] - 1) % page_size + 1);
     }
-    plan.num_pages = page;
-    plan.max_page_index = page - 1;
+    plan.num_pages = first_page + page;
+    plan.max_page_index = first_page + page - 1;
   } else {
     for (int k : kv) plan.kv_indptr.push_back(plan.kv_indptr.back() + k);
   }
@@ -186,6 +187,22 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
   a.max_qo_len = max_qo;
   a.max_kv_len = max_kv;
   a.total_qo_tokens = plan.qo_indptr[B];
+  return plan;
+}
+
+// The planner's workspace for every plan of this file (nothing is uploaded).
+const Workspace& test_workspace() {
+  static const std::unique_ptr<unsigned char[]> bytes(new unsigned char[size_t{256} << 20]);
+  static const Workspace ws{bytes.get(), size_t{256} << 20};
+  return ws;
+}
+
+void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
+               const std::vector<int>& kv, bool causal, int window_in, float cap) {
+  const bool paged = page_size > 0;
+  detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, causal, window_in, cap);
+  core::AttentionParams& a = plan.params;
+  const int B = static_cast<int>(qo.size());
 
   dispatch::VariantKey key;
   key.backend = Backend::kSM90;
@@ -204,9 +221,8 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
   if (e == nullptr) {
     why = " no registry entry";
   } else {
-    static const std::unique_ptr<unsigned char[]> workspace(new unsigned char[size_t{256} << 20]);
     plan.variant = key.to_string();
-    detail::plan_sm90(plan, Workspace{workspace.get(), size_t{256} << 20});
+    detail::plan_sm90(plan, test_workspace());
     const sm90::PlanState& st = sm90::plan_state(a);
     g_ran = Ran{};
     e->launch(a);
@@ -294,6 +310,24 @@ TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
   EXPECT_GE(compiled.size(), 24u);
   for (const KernelId& k : compiled) EXPECT_TRUE(sw.reached.count(k)) << "never launched: " << k.name();
   for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
+}
+
+
+// Options::cuda_graph compares plans by what their launch reads (plan/launch_signature.h):
+// sm90's host state by value, so a new plan of the same launch (other pages, a new state
+// object) matches, and one whose TMA maps or work list differ does not.
+TEST(Sm90Dispatch, StateSignatureListsTheLaunchsValues) {
+  auto planned = [](int page_size, const std::vector<int>& kv, int first_page) {
+    detail::Plan plan = problem_plan(DType::kBF16, 128, page_size, {100, 37}, kv, true, -1, 0.0f, first_page);
+    plan.variant = "test";
+    detail::plan_sm90(plan, test_workspace());
+    return detail::state_signature_sm90(plan);
+  };
+  const std::string paged = planned(16, {300, 700}, 0);
+  EXPECT_NE(paged.find("sm90.num_items="), std::string::npos) << paged;
+  EXPECT_EQ(planned(16, {300, 700}, 50), paged);
+  const std::string contiguous = planned(0, {300, 700}, 0);
+  EXPECT_NE(planned(0, {300, 800}, 0), contiguous);  // the TMA maps' token count
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // copies the per-request arrays the graph reads into the caller's workspace.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -153,6 +154,38 @@ std::size_t plan_workspace_bytes(const detail::Plan& plan) {
 }  // namespace flashband::cudnn_backend
 
 namespace flashband::detail {
+
+// The graph key field by field, then every RunState member launch reads (not staging, the
+// host source of the plan's copy). A new member fails this until it is listed.
+static_assert(sizeof(cudnn_backend::RunState) == 304, "state_signature_cudnn: list the new RunState member");
+
+std::string state_signature_cudnn(const Plan& plan) {
+  const auto* st = static_cast<const cudnn_backend::RunState*>(plan.backend_state.get());
+  if (!st) return {};
+  std::string s;
+  const std::string key = st->key.to_string();  // "name=value" fields separated by spaces
+  for (std::size_t i = 0; i < key.size();) {
+    const std::size_t end = std::min(key.find(' ', i), key.size());
+    s += "cudnn." + key.substr(i, end - i) + ";";
+    i = end + 1;
+  }
+  auto ptr = [&](const char* name, const void* p) {
+    s += std::string("cudnn.") + name + "=" + std::to_string(reinterpret_cast<std::uintptr_t>(p)) + ";";
+  };
+  ptr("graph", st->graph.get());
+  ptr("seq_len_q", st->seq_len_q);
+  ptr("seq_len_kv", st->seq_len_kv);
+  ptr("ragged_q", st->ragged_q);
+  ptr("ragged_o", st->ragged_o);
+  ptr("ragged_stats", st->ragged_stats);
+  ptr("ragged_k", st->ragged_k);
+  ptr("ragged_v", st->ragged_v);
+  ptr("page_table", st->page_table);
+  ptr("page_table_x2", st->page_table_x2);
+  ptr("cudnn_workspace", st->cudnn_workspace);
+  s += "cudnn.workspace_bytes=" + std::to_string(st->cudnn_workspace_bytes) + ";";
+  return s;
+}
 
 void plan_cudnn(Plan& plan, const Workspace& workspace) {
   using namespace cudnn_backend;

@@ -8,6 +8,7 @@
 // work items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -227,6 +228,22 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
     a.scratch = base + off_o;
     a.scratch_bytes = workspace.bytes - off_o;
   }
+}
+
+// Every field of PlanState that make_kernel_params and the merge read (not host_items: the
+// kernel reads the uploaded copy). A new field fails this until it is listed.
+static_assert(sizeof(sm90::PlanState) == 88, "state_signature_sm90: list the new PlanState field");
+
+std::string state_signature_sm90(const Plan& plan) {
+  const auto* st = static_cast<const sm90::PlanState*>(plan.backend_state.get());
+  if (!st) return {};
+  auto ptr = [](const void* p) { return std::to_string(reinterpret_cast<std::uintptr_t>(p)); };
+  return "sm90.items=" + ptr(st->items) + ";sm90.num_items=" + std::to_string(st->num_items) +
+         ";sm90.total_kv_tokens=" + std::to_string(st->total_kv_tokens) + ";sm90.num_sms=" +
+         std::to_string(st->num_sms) + ";sm90.num_splits=" + std::to_string(st->num_splits) +
+         ";sm90.block_m=" + std::to_string(st->block_m) + ";sm90.block_n=" + std::to_string(st->block_n) +
+         ";sm90.causal_kernel=" + std::to_string(st->causal_kernel) + ";sm90.partial_o=" + ptr(st->partial_o) +
+         ";sm90.partial_lse=" + ptr(st->partial_lse) + ";";
 }
 
 }  // namespace detail

@@ -1,0 +1,214 @@
+// Options::cuda_graph: a plan's launch signature lists what a captured launch bakes in, and
+// the batch classes refuse a plan whose launch would differ from a captured one. The capture
+// itself needs a GPU (python/tests/test_cuda_streams.py replays one); here the signature
+// and the guard's decisions, on plans built by hand and through the cpu backend.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/capture_guard.h"
+#include "flashband/attention.h"
+#include "plan/launch_signature.h"
+
+namespace flashband::detail {
+namespace {
+
+// A plan as a GPU planner leaves it: index arrays at workspace addresses.
+std::shared_ptr<Plan> gpu_like_plan() {
+  auto p = std::make_shared<Plan>();
+  p->backend = Backend::kSM80;
+  p->variant = "sm80/decode/bf16/d128";
+  p->batch = 4;
+  p->page_size = 16;
+  p->num_pages = 100;
+  p->opts.cuda_graph = true;
+  p->shape.device = Device::kCUDA;
+  core::AttentionParams& a = p->params;
+  a.op = Op::kPagedDecode;
+  a.batch = 4;
+  a.num_qo_heads = 8;
+  a.num_kv_heads = 2;
+  a.head_dim = 128;
+  a.kv_storage = core::KVStorage::kPaged;
+  a.page_size = 16;
+  static int32_t workspace[64];
+  a.kv_indptr = workspace;
+  a.kv_lens = workspace + 8;
+  a.page_indices = workspace + 16;
+  a.last_page_len = workspace + 32;
+  a.max_kv_len = 300;
+  a.total_qo_tokens = 4;
+  a.num_work_items = 8;
+  a.sm_scale = 0.125f;
+  return p;
+}
+
+TEST(LaunchSignature, EveryPlannedLaunchValueCounts) {
+  const std::string base = launch_signature(*gpu_like_plan());
+  const std::vector<std::pair<std::string, std::function<void(Plan&)>>> changes = {
+      {"backend", [](Plan& p) { p.backend = Backend::kSM90; }},
+      {"variant", [](Plan& p) { p.variant += "/tile128x128"; }},
+      {"plan.batch", [](Plan& p) { p.batch = 5; }},
+      {"plan.num_pages", [](Plan& p) { p.num_pages = 101; }},
+      {"plan.total_kv_tokens", [](Plan& p) { p.total_kv_tokens = 7; }},
+      {"max_kv_len", [](Plan& p) { p.params.max_kv_len = 301; }},
+      {"max_qo_len", [](Plan& p) { p.params.max_qo_len = 2; }},
+      {"total_qo_tokens", [](Plan& p) { p.params.total_qo_tokens = 5; }},
+      {"num_work_items", [](Plan& p) { p.params.num_work_items = 9; }},
+      {"num_kv_splits", [](Plan& p) { p.params.num_kv_splits = 2; }},
+      {"kv_lens", [](Plan& p) { p.params.kv_lens += 1; }},
+      {"scratch_bytes", [](Plan& p) { p.params.scratch_bytes = 1024; }},
+      {"window_left", [](Plan& p) { p.params.window_left = 31; }},
+      {"sm_scale", [](Plan& p) { p.params.sm_scale = 0.126f; }},
+      {"logits_soft_cap", [](Plan& p) { p.params.logits_soft_cap = 30.0f; }},
+      {"causal", [](Plan& p) { p.params.causal = true; }},
+      {"sm90.num_items", [](Plan& p) { p.state_signature = "sm90.num_items=3;"; }},
+  };
+  for (const auto& [field, change] : changes) {
+    auto p = gpu_like_plan();
+    change(*p);
+    const std::string diff = signature_difference(base, launch_signature(*p));
+    EXPECT_EQ(diff.substr(0, diff.find(':')), field) << diff;
+  }
+}
+
+TEST(LaunchSignature, RunBoundValuesDoNot) {
+  const std::string base = launch_signature(*gpu_like_plan());
+  auto p = gpu_like_plan();
+  // The run's tensors, strides and stream, and the page check run() makes.
+  p->params.q = p.get();
+  p->params.k_stride_n = 1024;
+  p->params.k_num_pages = 100;
+  p->params.stream = p.get();
+  p->max_page_index = 99;
+  p->page_indices = {1, 2, 3};
+  p->kv_lens = {5, 6, 7, 8};
+  EXPECT_EQ(launch_signature(*p), base);
+}
+
+TEST(LaunchSignature, LongestLengthsCountWhereTheLaunchReadsThem) {
+  auto longer = [](Backend backend, Op op, bool work_list) {
+    std::string sig[2];
+    for (int i = 0; i < 2; ++i) {
+      auto p = gpu_like_plan();
+      p->backend = backend;
+      p->params.op = op;
+      static int32_t items[4];
+      p->params.work = work_list ? items : nullptr;
+      p->params.max_kv_len = 300 + 100 * i;
+      p->params.max_qo_len = 1 + i;
+      sig[i] = launch_signature(*p);
+    }
+    return sig[0] != sig[1];
+  };
+  // Lengths from the workspace: an sm80 work list, cudnn's batch graphs (rounded in the key).
+  EXPECT_FALSE(longer(Backend::kSM80, Op::kPagedDecode, true));
+  EXPECT_FALSE(longer(Backend::kCUDNN, Op::kPagedDecode, false));
+  EXPECT_FALSE(longer(Backend::kCUDNN, Op::kRaggedPrefill, false));
+  // From the launch arguments: sm80 without a list, sm90, cudnn's single prefill (its rows).
+  EXPECT_TRUE(longer(Backend::kSM80, Op::kRaggedPrefill, false));
+  EXPECT_TRUE(longer(Backend::kSM90, Op::kPagedPrefill, true));
+  EXPECT_TRUE(longer(Backend::kCUDNN, Op::kSinglePrefill, false));
+  EXPECT_TRUE(longer(Backend::kCPU, Op::kPagedDecode, false));
+}
+
+TEST(LaunchSignature, HostStateCountsByValueNotAddress) {
+  auto a = gpu_like_plan(), b = gpu_like_plan();
+  for (auto* p : {a.get(), b.get()}) {
+    p->backend_state = std::make_shared<int>(0);  // a new object per plan, as sm90 and cudnn
+    p->params.work = p->backend_state.get();
+    p->state_signature = "sm90.num_items=2;";
+  }
+  EXPECT_EQ(launch_signature(*a), launch_signature(*b));
+  b->state_signature = "sm90.num_items=3;";
+  EXPECT_EQ(signature_difference(launch_signature(*a), launch_signature(*b)), "sm90.num_items: 2 vs 3");
+}
+
+TEST(CaptureGuard, RemembersOnlyCapturedCudaGraphRuns) {
+  std::shared_ptr<const Plan> captured;
+  std::shared_ptr<const Plan> plan = gpu_like_plan();
+  note_capture(captured, plan, false);
+  EXPECT_EQ(captured, nullptr);
+  auto no_option = gpu_like_plan();
+  no_option->opts.cuda_graph = false;
+  note_capture(captured, no_option, true);
+  EXPECT_EQ(captured, nullptr);
+  note_capture(captured, plan, true);
+  EXPECT_EQ(captured, plan);
+}
+
+TEST(CaptureGuard, RefusesAPlanThatLaunchesDifferently) {
+  std::shared_ptr<const Plan> captured = gpu_like_plan();
+  // New page indices and lengths that leave every launch value: the capture stays valid.
+  auto same = gpu_like_plan();
+  same->page_indices = {9, 8};
+  EXPECT_NO_THROW(check_capture(captured, *same));
+  EXPECT_NE(captured, nullptr);
+
+  auto longer = gpu_like_plan();
+  longer->params.max_kv_len = 4000;
+  try {
+    check_capture(captured, *longer);
+    FAIL() << "a longer max_kv_len was accepted under a capture";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("cuda_graph"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_kv_len: 300 vs 4000"), std::string::npos) << e.what();
+  }
+  // The capture is forgotten: the next plan is free until run() is captured again.
+  EXPECT_EQ(captured, nullptr);
+  EXPECT_NO_THROW(check_capture(captured, *longer));
+}
+
+TEST(CaptureGuard, InstallsThePlanEvenWhenItRefuses) {
+  std::shared_ptr<const Plan> plan, captured = gpu_like_plan();
+  auto longer = gpu_like_plan();
+  longer->params.num_work_items = 16;
+  EXPECT_THROW(install_plan(plan, captured, longer), Error);
+  EXPECT_EQ(plan, longer);  // the workspace holds it, so run() must use it
+}
+
+// Through the public API on the cpu backend: host runs are never captured, so plans with
+// cuda_graph change freely; single_prefill refuses the option.
+TEST(CaptureGuard, CpuPlansAreNeverCaptured) {
+  const int32_t indptr_a[] = {0, 2}, indptr_b[] = {0, 3}, indices[] = {0, 1, 2}, last[] = {16};
+  Options opts;
+  opts.cuda_graph = true;
+  opts.backend = Backend::kCPU;
+  const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
+  std::vector<float> q(2 * 64), kv(3 * 16 * 64, 0.5f), out(2 * 64);
+  auto view = [](float* data, std::vector<int64_t> dims) {
+    TensorView t;
+    t.data = data;
+    t.dtype = DType::kF32;
+    t.device = Device::kCPU;
+    t.ndim = static_cast<int>(dims.size());
+    int64_t stride = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      t.shape[d] = dims[d];
+      t.strides[d] = stride;
+      stride *= dims[d];
+    }
+    return t;
+  };
+  BatchDecodePaged decode;
+  const PagedKVCache cache{view(kv.data(), {3, 16, 1, 64}), view(kv.data(), {3, 16, 1, 64})};
+  decode.plan({indptr_a, indices, last, 16, 3}, 1, shape, opts, {});
+  decode.run(view(q.data(), {1, 2, 64}), cache, view(out.data(), {1, 2, 64}), nullptr);
+  EXPECT_NO_THROW(decode.plan({indptr_b, indices, last, 16, 3}, 1, shape, opts, {}));
+
+  try {
+    single_prefill(view(q.data(), {1, 2, 64}), view(kv.data(), {16, 1, 64}), view(kv.data(), {16, 1, 64}),
+                   view(out.data(), {1, 2, 64}), nullptr, opts);
+    FAIL() << "single_prefill accepted cuda_graph";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("cuda_graph"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace flashband::detail
