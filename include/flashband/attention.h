@@ -41,7 +41,8 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
                        const Workspace& workspace = {});
 
 namespace detail {
-struct Plan;  // plain data, src/plan/plan.h
+struct Plan;     // plain data, src/plan/plan.h
+struct Capture;  // what a CUDA graph captured, src/api/capture_guard.h
 }
 
 // The description plan() needs besides the index arrays.
@@ -77,7 +78,7 @@ class BatchPrefillRagged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
+  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
 };
 
 // A paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk,
@@ -108,7 +109,7 @@ class BatchPrefillPaged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
+  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
 };
 
 // One query per request: q and out [batch, Hq, D].
@@ -123,7 +124,7 @@ class BatchDecodePaged {
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Plan> captured_;  // Options::cuda_graph
+  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
 };
 
 // Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).

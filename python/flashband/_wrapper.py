@@ -75,7 +75,14 @@ class BatchWrapperBase:
                             backend=self._backend, stream=fw.current_stream(self._workspace),
                             cuda_graph=self._use_cuda_graph, **self._semantics)
         with fw.device_guard(self._workspace):
-            self._native.plan(*self._plan_args, opts, fw.native(self._workspace))
+            try:
+                self._native.plan(*self._plan_args, opts, fw.native(self._workspace))
+            except UnsupportedError as e:
+                # The cuda_graph guard refuses after installing the plan (the workspace holds
+                # it), so the wrapper follows it too; other errors leave the old plan.
+                if str(e).startswith("cuda_graph:"):
+                    self._planned_lse = return_lse
+                raise
         self._planned_lse = return_lse
 
     def _run(self, q: Any, out: Any, lse: Any, return_lse: bool,

@@ -93,20 +93,24 @@ def test_cuda_graph_capture_and_replay(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     """use_cuda_graph=True, FlashInfer's contract: a graph captured under one plan, replayed
-    after plan() with other pages (same lengths, same pool), computes the new plan's problem;
-    a plan() that would launch differently (longer requests) raises instead, and its plan is
-    then the wrapper's for an eager run."""
+    after plan() with other pages, then with other lengths on as many pages (launch arguments
+    unchanged), computes each new plan's problem; a plan() that would launch differently
+    (more pages, longer requests) raises instead, and its plan is then the wrapper's for an
+    eager run."""
     require(backend, "paged_decode")
     rng = np.random.default_rng(11)
     batch = Ragged(rng, [1] * 5, [33, 1, 200, 64, 17], 8, 2, 128)
-    first, second = Paged(rng, batch, 16), Paged(rng, batch, 16)  # other pages, same pool size
+    # Other lengths, each on as many pages of 16 as before: the same arrays in the workspace.
+    other = Ragged(rng, [1] * 5, [40, 1, 205, 60, 20], 8, 2, 128)
+    first, second, third = Paged(rng, batch, 16), Paged(rng, batch, 16), Paged(rng, other, 16)
     assert not np.array_equal(first.indices, second.indices)
+    assert first.num_pages == third.num_pages
     q = to_gpu(batch.q)
     cache = (to_gpu(first.k_pages), to_gpu(first.v_pages))
     out = torch.empty_like(q)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")  # room for all three plans
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")  # room for every plan
 
     def plan(w, paged):
         w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
@@ -119,21 +123,23 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         w.run(q, cache, out=out)
-    with torch.cuda.stream(stream):
-        cache[0].copy_(to_gpu(second.k_pages))
-        cache[1].copy_(to_gpu(second.v_pages))
-        plan(w, second)
-        out.fill_(float("nan"))
-        graph.replay()
-    torch.cuda.synchronize()
-    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+    for problem, paged in ((batch, second), (other, third)):
+        with torch.cuda.stream(stream):
+            q.copy_(to_gpu(problem.q))
+            cache[0].copy_(to_gpu(paged.k_pages))
+            cache[1].copy_(to_gpu(paged.v_pages))
+            plan(w, paged)
+            out.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), reference(problem), DTYPE)
 
     longer = Ragged(rng, [1] * 5, [300, 1, 200, 64, 700], 8, 2, 128)
-    third = Paged(rng, longer, 16)
+    fourth = Paged(rng, longer, 16)
     with torch.cuda.stream(stream):
         with pytest.raises(flashband.UnsupportedError, match="cuda_graph"):
-            plan(w, third)
-        eager = w.run(to_gpu(longer.q), (to_gpu(third.k_pages), to_gpu(third.v_pages)))
+            plan(w, fourth)
+        eager = w.run(to_gpu(longer.q), (to_gpu(fourth.k_pages), to_gpu(fourth.v_pages)))
     torch.cuda.synchronize()
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 

@@ -31,14 +31,14 @@ PagedKVCache PagedKVCache::from_stacked(const TensorView& kv) {
 
 namespace {
 
-RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Plan>& captured,
+RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse) {
   if (!plan) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
   core::AttentionParams a = plan->params;
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
   RunInfo info = detail::launch(*plan, a);
-  detail::after_run(captured, plan);
+  detail::after_run(captured, plan, a);
   return info;
 }
 

@@ -26,7 +26,7 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
   RunInfo info = detail::launch(*plan_, a);
-  detail::after_run(captured_, plan_);
+  detail::after_run(captured_, plan_, a);
   return info;
 }
 

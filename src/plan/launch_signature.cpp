@@ -9,7 +9,7 @@ namespace flashband::detail {
 namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
-// fails to compile until then. 64-bit Linux layout.
+// fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
 static_assert(sizeof(core::AttentionParams) == 304, "launch_signature: list the new AttentionParams field");
 
 class Fields {
@@ -53,11 +53,14 @@ std::string launch_signature(const Plan& plan) {
   const core::AttentionParams& a = plan.params;
   Fields f;
   f.add("backend", backend_name(plan.backend)).add("variant", plan.variant);
-  f.add("plan.batch", plan.batch).add("plan.page_size", plan.page_size).add("plan.num_pages", plan.num_pages);
+  f.add("plan.batch", plan.batch).add("plan.page_size", plan.page_size);
   f.add("plan.total_kv_tokens", plan.total_kv_tokens);
-  // Not plan.max_page_index: only run()'s check of the cache reads it, and a replay skips
-  // run(). AttentionParams' tensors, their strides and page counts are bound by run(), and
-  // the stream only says where a capture was recorded.
+  // How run() binds the tensors: which dimension is tokens, and whether LSE is written.
+  f.add("kv_layout", kv_layout_name(plan.opts.kv_layout)).add("return_lse", plan.opts.return_lse);
+  // Not plan.num_pages (the cudnn key has it; the others take the cache's from run()) nor
+  // plan.max_page_index (the capture guard checks it against the captured cache). The
+  // tensors, their strides and page counts are run()'s, and the stream only says where a
+  // capture was recorded.
   f.add("op", static_cast<int>(a.op)).add("dtype", static_cast<int>(a.dtype)).add("batch", a.batch);
   f.add("num_qo_heads", a.num_qo_heads).add("num_kv_heads", a.num_kv_heads).add("head_dim", a.head_dim);
   f.add("kv_storage", static_cast<int>(a.kv_storage)).add("page_size", a.page_size);

@@ -326,8 +326,9 @@ TEST(Sm90Dispatch, StateSignatureListsTheLaunchsValues) {
   const std::string paged = planned(16, {300, 700}, 0);
   EXPECT_NE(paged.find("sm90.num_items="), std::string::npos) << paged;
   EXPECT_EQ(planned(16, {300, 700}, 50), paged);
-  const std::string contiguous = planned(0, {300, 700}, 0);
-  EXPECT_NE(planned(0, {300, 800}, 0), contiguous);  // the TMA maps' token count
+  // Contiguous K/V: the TMA maps' token count.
+  EXPECT_NE(planned(0, {300, 700}, 0).find(";sm90.total_kv_tokens=1000;"), std::string::npos);
+  EXPECT_NE(planned(0, {300, 800}, 0).find(";sm90.total_kv_tokens=1100;"), std::string::npos);
 }
 
 }  // namespace

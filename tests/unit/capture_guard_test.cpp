@@ -52,7 +52,8 @@ TEST(LaunchSignature, EveryPlannedLaunchValueCounts) {
       {"backend", [](Plan& p) { p.backend = Backend::kSM90; }},
       {"variant", [](Plan& p) { p.variant += "/tile128x128"; }},
       {"plan.batch", [](Plan& p) { p.batch = 5; }},
-      {"plan.num_pages", [](Plan& p) { p.num_pages = 101; }},
+      {"kv_layout", [](Plan& p) { p.opts.kv_layout = KVLayout::kHND; }},
+      {"return_lse", [](Plan& p) { p.opts.return_lse = true; }},
       {"plan.total_kv_tokens", [](Plan& p) { p.total_kv_tokens = 7; }},
       {"max_kv_len", [](Plan& p) { p.params.max_kv_len = 301; }},
       {"max_qo_len", [](Plan& p) { p.params.max_qo_len = 2; }},
@@ -83,7 +84,8 @@ TEST(LaunchSignature, RunBoundValuesDoNot) {
   p->params.k_stride_n = 1024;
   p->params.k_num_pages = 100;
   p->params.stream = p.get();
-  p->max_page_index = 99;
+  p->max_page_index = 99;  // the guard checks it against the captured cache instead
+  p->num_pages = 200;      // only cudnn's key reads it (its state_signature)
   p->page_indices = {1, 2, 3};
   p->kv_lens = {5, 6, 7, 8};
   EXPECT_EQ(launch_signature(*p), base);
@@ -127,24 +129,43 @@ TEST(LaunchSignature, HostStateCountsByValueNotAddress) {
   EXPECT_EQ(signature_difference(launch_signature(*a), launch_signature(*b)), "sm90.num_items: 2 vs 3");
 }
 
+// What run() binds for a capture: a paged cache of `pages` pages (K and V alike).
+core::AttentionParams bound(const Plan& plan, int64_t pages) {
+  core::AttentionParams a = plan.params;
+  a.k_num_pages = a.v_num_pages = pages;
+  return a;
+}
+
+std::shared_ptr<const Capture> captured_run(int64_t cache_pages = 100) {
+  std::shared_ptr<const Capture> captured;
+  const std::shared_ptr<const Plan> plan = gpu_like_plan();
+  note_capture(captured, plan, bound(*plan, cache_pages), true);
+  return captured;
+}
+
 TEST(CaptureGuard, RemembersOnlyCapturedCudaGraphRuns) {
-  std::shared_ptr<const Plan> captured;
+  std::shared_ptr<const Capture> captured;
   std::shared_ptr<const Plan> plan = gpu_like_plan();
-  note_capture(captured, plan, false);
+  note_capture(captured, plan, bound(*plan, 100), false);
   EXPECT_EQ(captured, nullptr);
   auto no_option = gpu_like_plan();
   no_option->opts.cuda_graph = false;
-  note_capture(captured, no_option, true);
+  note_capture(captured, no_option, bound(*no_option, 100), true);
   EXPECT_EQ(captured, nullptr);
-  note_capture(captured, plan, true);
-  EXPECT_EQ(captured, plan);
+  auto k = bound(*plan, 100);
+  k.v_num_pages = 90;  // the smaller pool bounds what a replay may read
+  note_capture(captured, plan, k, true);
+  ASSERT_NE(captured, nullptr);
+  EXPECT_EQ(captured->plan, plan);
+  EXPECT_EQ(captured->cache_pages, 90);
 }
 
 TEST(CaptureGuard, RefusesAPlanThatLaunchesDifferently) {
-  std::shared_ptr<const Plan> captured = gpu_like_plan();
+  std::shared_ptr<const Capture> captured = captured_run();
   // New page indices and lengths that leave every launch value: the capture stays valid.
   auto same = gpu_like_plan();
   same->page_indices = {9, 8};
+  same->max_page_index = 99;
   EXPECT_NO_THROW(check_capture(captured, *same));
   EXPECT_NE(captured, nullptr);
 
@@ -163,8 +184,29 @@ TEST(CaptureGuard, RefusesAPlanThatLaunchesDifferently) {
   EXPECT_NO_THROW(check_capture(captured, *longer));
 }
 
+TEST(CaptureGuard, RefusesAPageThatTheCapturedCacheLacks) {
+  // A replay skips run()'s check of the cache, so plan() makes it against the captured one.
+  std::shared_ptr<const Capture> captured = captured_run(100);
+  auto past = gpu_like_plan();
+  past->max_page_index = 100;
+  try {
+    check_capture(captured, *past);
+    FAIL() << "page 100 of a 100-page cache was accepted under a capture";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("page index 100 is past the captured cache's 100 pages"), std::string::npos)
+        << e.what();
+  }
+  // Contiguous K/V has no pages to check.
+  auto contiguous = gpu_like_plan();
+  contiguous->params.kv_storage = core::KVStorage::kContiguous;
+  std::shared_ptr<const Capture> ragged;
+  note_capture(ragged, contiguous, bound(*contiguous, 0), true);
+  EXPECT_NO_THROW(check_capture(ragged, *contiguous));
+}
+
 TEST(CaptureGuard, InstallsThePlanEvenWhenItRefuses) {
-  std::shared_ptr<const Plan> plan, captured = gpu_like_plan();
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Capture> captured = captured_run();
   auto longer = gpu_like_plan();
   longer->params.num_work_items = 16;
   EXPECT_THROW(install_plan(plan, captured, longer), Error);

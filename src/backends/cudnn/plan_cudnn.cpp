@@ -156,7 +156,8 @@ std::size_t plan_workspace_bytes(const detail::Plan& plan) {
 namespace flashband::detail {
 
 // The graph key field by field, then every RunState member launch reads (not staging, the
-// host source of the plan's copy). A new member fails this until it is listed.
+// host source of the plan's copy). A new member fails this until it is listed (unless it
+// fits into padding).
 static_assert(sizeof(cudnn_backend::RunState) == 304, "state_signature_cudnn: list the new RunState member");
 
 std::string state_signature_cudnn(const Plan& plan) {
