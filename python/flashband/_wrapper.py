@@ -33,6 +33,7 @@ class BatchWrapperBase:
         self._semantics: dict = {}
         self._planned_lse = False
         self._num_qo_heads = 0
+        self._cache_pages = 0  # pages of the paged cache the last run() was given
         self.last_run_info = None
 
     @property

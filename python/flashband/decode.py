@@ -73,7 +73,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         host_indices = fw.host_int32(indices, "indices")
         args = (fw.host_int32(indptr, "indptr"), host_indices,
                 fw.host_int32(last_page_len, "last_page_len"), page_size,
-                _num_pages(num_pages, host_indices), num_qo_heads, num_kv_heads, head_dim, dtype)
+                _num_pages(num_pages, host_indices, self._cache_pages), num_qo_heads, num_kv_heads,
+                head_dim, dtype)
         self._do_plan(args, dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
                                  sm_scale=sm_scale), return_lse, num_qo_heads)
 

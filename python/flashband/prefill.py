@@ -152,8 +152,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         indices = fw.host_int32(paged_kv_indices, "paged_kv_indices")
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
-        args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices), num_qo_heads,
-                num_kv_heads, head_dim_qk, dtype)
+        args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices, self._cache_pages),
+                num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
                       return_lse, num_qo_heads)
@@ -165,11 +165,14 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
 
-def _num_pages(num_pages: Optional[int], indices: Any) -> int:
+def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> int:
     if num_pages is None:
-        # Unknown at plan time: the smallest cache the indices fit; run() checks them against
-        # the cache it gets. (Backends size page tables from it, so no huge sentinel.)
-        return int(indices.max()) + 1 if len(indices) else 0
+        # Not given: the cache of the wrapper's last run() where the indices fit in it (a
+        # serving pool keeps its size, and a cudnn graph is built for it, so plans keep their
+        # graph), else the smallest cache they fit; run() checks them against the cache it
+        # gets. (No huge sentinel: cudnn declares its page container by it.)
+        fits = int(indices.max()) + 1 if len(indices) else 0
+        return cache_pages if cache_pages >= fits else fits
     if num_pages < 0:
         raise InvalidArgumentError(f"num_pages: got {num_pages}, allowed: >= 0")
     return int(num_pages)
@@ -183,5 +186,7 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
             raise InvalidArgumentError(
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
         k, v = paged_kv_cache
+        wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
         return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l))
+    wrapper._cache_pages = int(paged_kv_cache.shape[0]) if len(paged_kv_cache.shape) else 0
     return lambda o, l: wrapper._native.run_stacked(n(q), n(paged_kv_cache), n(o), n(l))

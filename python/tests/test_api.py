@@ -166,6 +166,40 @@ def test_use_cuda_graph_reaches_the_native_plan(monkeypatch):
     assert [c for c in seen if c is not None] == [True, True]  # the constructor checks names only
 
 
+def test_plans_take_the_pool_size_from_the_last_run():
+    """Without num_pages, a plan after a run() takes the page count of that run's cache (a
+    cudnn graph is built for it, so a serving pool keeps one graph), unless its indices do
+    not fit there; before any run, the smallest count the indices fit."""
+    rng = np.random.default_rng(6)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16, spare_pages=9)  # 2 + 3 pages used of 14
+    seen = []
+
+    class Spy:
+        def __init__(self, native):
+            self.native = native
+
+        def plan(self, *args):
+            seen.append(args[4])  # num_pages (indptr, indices, last_page_len, page_size first)
+            return self.native.plan(*args)
+
+        def __getattr__(self, name):
+            return getattr(self.native, name)
+
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    w._native = Spy(w._native)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    args = (paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16)
+    w.plan(*args, q_data_type="float32")
+    w.run(batch.q.astype(np.float32), cache)
+    w.plan(*args, q_data_type="float32")
+    w.plan(*args, q_data_type="float32", num_pages=20)  # given: as given
+    far = paged.indices.copy()
+    far[0] = 30  # past the last run's cache: the indices decide (run() would refuse them)
+    w.plan(paged.indptr, far, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+    assert seen == [int(paged.indices.max()) + 1, 14, 20, 31]
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 def _numpy_env():
