@@ -55,12 +55,17 @@ struct BatchShape {
   int device_id = 0;
 };
 
+// Workspaces (all three batch classes): a GPU plan keeps its index arrays and work list in the
+// workspace, so each object needs its own; run() throws kInvalidArgument when a later plan
+// (of another object, or a single_prefill) wrote over the bytes of this object's plan.
+//
 // CUDA graphs (all three batch classes): run() neither allocates nor synchronises, so it can
 // be captured; a replay launches the captured plan's kernel and arguments over whatever the
 // workspace holds then. Without Options::cuda_graph the capture is valid until the next
-// plan(). With it, a later plan() that would launch differently throws kUnsupported (naming
-// what changed) instead, so a replay after a plan() that returned computes that plan's
-// problem; run() then must not be called from two threads at once on one object.
+// plan() over its workspace. With it, a later plan() that would launch differently throws
+// kUnsupported (naming what changed) instead, so a replay after a plan() that returned
+// computes that plan's problem, and another object's plan() over the captured bytes throws
+// kInvalidArgument; run() then must not be called from two threads at once on one object.
 
 // Batch prefill over a ragged (CSR) KV: q [nnz_qo, Hq, D]; k, v [nnz_kv, Hk, D] (NHD) or
 // [Hk, nnz_kv, D] (HND).

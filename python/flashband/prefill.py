@@ -85,7 +85,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
 
     float_workspace_buffer: any contiguous array on the device the batch runs on (e.g.
     torch.empty(128 << 20, dtype=torch.uint8, device="cuda")), at least
-    batch_workspace_bytes(...) bytes; it must outlive the runs of a plan.
+    batch_workspace_bytes(...) bytes; it must outlive the runs of a plan, and no other
+    wrapper may plan into it meanwhile (a run then raises: the plan's arrays live there).
     """
 
     _native_class = _C.BatchPrefillRagged

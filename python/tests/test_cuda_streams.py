@@ -144,6 +144,53 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_wrappers_sharing_a_workspace(backend):
+    """FlashInfer's wrappers may share a float workspace; flashband keeps each plan's arrays
+    there, so a run whose arrays another wrapper's plan wrote over raises instead of reading
+    them, and a wrapper may not plan over bytes that a CUDA graph captured for another."""
+    require(backend, "paged_decode")
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    problems = [decode_problem(4), decode_problem(5)]
+    wrappers = [flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
+                for _ in problems]
+
+    def plan(w, paged):
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
+               q_data_type=DTYPE, num_pages=paged.num_pages)
+
+    def run(w, batch, paged, out=None):
+        return w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)), out=out)
+
+    for w, (batch, paged) in zip(wrappers, problems):
+        plan(w, paged)
+    with pytest.raises(flashband.InvalidArgumentError, match="workspace"):
+        run(wrappers[0], *problems[0])
+    out = run(wrappers[1], *problems[1])
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(problems[1][0]), DTYPE)
+
+    # A graph captures wrapper 0's run; wrapper 1 may no longer plan over that workspace.
+    batch, paged = problems[0]
+    q, cache = to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
+    out = torch.empty_like(q)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        plan(wrappers[0], paged)
+        wrappers[0].run(q, cache, out=out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        wrappers[0].run(q, cache, out=out)
+    with pytest.raises(flashband.InvalidArgumentError, match="CUDA graph"):
+        plan(wrappers[1], problems[1][1])
+    with torch.cuda.stream(stream):
+        out.fill_(float("nan"))
+        graph.replay()
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
 def test_single_prefill_on_a_side_stream():
     require("auto", "single_prefill", page_size=0)
     rng = np.random.default_rng(3)

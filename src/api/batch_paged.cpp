@@ -33,7 +33,7 @@ namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse) {
-  if (!plan) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
+  detail::before_run(plan);
   core::AttentionParams a = plan->params;
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
@@ -56,7 +56,7 @@ void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, 
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
+  detail::plan_into(plan_, captured_, r, workspace, this);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -75,7 +75,7 @@ void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Batch
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
+  detail::plan_into(plan_, captured_, r, workspace, this);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,

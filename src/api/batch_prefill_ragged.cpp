@@ -16,12 +16,12 @@ void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr
   r.kv_indptr = kv_indptr;
   r.shape = shape;
   r.opts = opts;
-  detail::install_plan(plan_, captured_, detail::make_plan(r, workspace));
+  detail::plan_into(plan_, captured_, r, workspace, this);
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                                 const TensorView* lse) const {
-  if (!plan_) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
+  detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);

@@ -7,6 +7,7 @@
 #include "flashband/config.h"
 #include "flashband/error.h"
 #include "plan/launch_signature.h"
+#include "plan/workspace_claim.h"
 #if FLASHBAND_WITH_SM80
 #include <cuda_runtime_api.h>
 #endif
@@ -30,6 +31,7 @@ bool stream_is_capturing(void* stream) {
 void note_capture(std::shared_ptr<const Capture>& captured, const std::shared_ptr<const Plan>& plan,
                   const core::AttentionParams& bound, bool capturing) {
   if (!capturing || !plan->opts.cuda_graph) return;
+  if (plan->claim) plan->claim->captured = true;  // no other object may write over it now
   auto c = std::make_shared<Capture>();
   c->plan = plan;
   if (bound.kv_storage == core::KVStorage::kPaged) c->cache_pages = std::min(bound.k_num_pages, bound.v_num_pages);
@@ -53,9 +55,29 @@ void check_capture(std::shared_ptr<const Capture>& captured, const Plan& next) {
 }
 
 void install_plan(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
-                  std::shared_ptr<const Plan> next) {
-  plan = std::move(next);  // in place even when the check throws: the workspace holds it now
-  check_capture(captured, *plan);
+                  std::shared_ptr<Plan> next) {
+  plan = next;  // in place even when the check throws: the workspace holds it now
+  try {
+    check_capture(captured, *next);
+  } catch (...) {
+    if (next->claim) next->claim->captured = false;  // the capture is forgotten
+    throw;
+  }
+}
+
+void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
+               const PlanRequest& request, const Workspace& workspace, const void* owner) {
+  // Host plans keep their arrays in the plan, not the workspace.
+  const bool device = request.shape.device == Device::kCUDA;
+  if (device) check_workspace_free(workspace, owner);
+  std::shared_ptr<Plan> next = make_plan(request, workspace);
+  if (device) next->claim = claim_workspace(workspace, owner, captured != nullptr);
+  install_plan(plan, captured, std::move(next));
+}
+
+void before_run(const std::shared_ptr<const Plan>& plan) {
+  if (!plan) throw Error(ErrorCode::kInvalidArgument, "run: plan() has not been called");
+  check_claim(plan->claim.get());
 }
 
 void after_run(std::shared_ptr<const Capture>& captured, const std::shared_ptr<const Plan>& plan,

@@ -1,13 +1,15 @@
-// Options::cuda_graph for the batch classes. run() notes the plan a CUDA graph captures;
-// plan() refuses a new plan whose launch differs from the captured one (launch_signature),
-// since a replay would launch the old plan's kernel and arguments over the new plan's
-// arrays in the workspace, and a paged plan naming a page past the captured cache, since a
-// replay skips run()'s check of the cache.
+// What the batch classes do around plan() and run() beyond planning and launching: the
+// workspace claims (plan/workspace_claim.h) and Options::cuda_graph. run() notes the plan a
+// CUDA graph captures; plan() refuses a new plan whose launch differs from the captured one
+// (launch_signature), since a replay would launch the old plan's kernel and arguments over
+// the new plan's arrays in the workspace, and a paged plan naming a page past the captured
+// cache, since a replay skips run()'s check of the cache.
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "core/params.h"
+#include "plan/make_plan.h"
 #include "plan/plan.h"
 
 namespace flashband::detail {
@@ -32,9 +34,18 @@ void note_capture(std::shared_ptr<const Capture>& captured, const std::shared_pt
 // capture (its replays are wrong from now on).
 void check_capture(std::shared_ptr<const Capture>& captured, const Plan& next);
 
-// The batch classes' plan() and run() (after a launch), through the two above.
+// Installs `next` (already in the workspace) as `plan`, then check_capture.
 void install_plan(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
-                  std::shared_ptr<const Plan> next);
+                  std::shared_ptr<Plan> next);
+
+// The batch classes' plan(): the workspace checks and claim (plan/workspace_claim.h) around
+// make_plan, then install_plan. `owner` is the batch object.
+void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
+               const PlanRequest& request, const Workspace& workspace, const void* owner);
+
+// The batch classes' run(): before binding, refuses a plan whose workspace a later plan wrote
+// over; after a launch, notes a capture.
+void before_run(const std::shared_ptr<const Plan>& plan);
 void after_run(std::shared_ptr<const Capture>& captured, const std::shared_ptr<const Plan>& plan,
                const core::AttentionParams& bound);
 

@@ -2,6 +2,7 @@
 #include "api/bind.h"
 #include "api/validate.h"
 #include "plan/make_plan.h"
+#include "plan/workspace_claim.h"
 
 namespace flashband {
 
@@ -40,7 +41,11 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   auto plan = detail::prepare_plan(r);
   bind::q_out(plan->params, *plan, q, out, lse, k, v);
   bind::kv_contiguous(plan->params, *plan, k, v);
+  // The plan's arrays go into the workspace like a batch plan's (plan/workspace_claim.h).
+  const bool device = q.device == Device::kCUDA;
+  if (device) detail::check_workspace_free(workspace, nullptr);
   detail::finish_plan(*plan, workspace);
+  if (device) plan->claim = detail::claim_workspace(workspace, nullptr, false);
   return detail::launch(*plan, plan->params);
 }
 

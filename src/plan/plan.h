@@ -17,6 +17,8 @@
 
 namespace flashband::detail {
 
+struct WorkspaceClaim;  // plan/workspace_claim.h
+
 struct Plan {
   ProblemDesc problem;  // window normalised against max_kv_len
   BatchShape shape;
@@ -44,6 +46,8 @@ struct Plan {
   // What a launch reads from backend_state, as "name=value;" fields (plan/launch_signature.h):
   // finish_plan() asks the backends whose launch reads host state (sm90, cudnn).
   std::string state_signature;
+  // This plan's hold on the workspace it wrote (null on the host or without one).
+  std::shared_ptr<WorkspaceClaim> claim;
 };
 
 // Per-backend planning: given a plan whose host fields and params' semantics are filled,

@@ -1,0 +1,35 @@
+// Which plan's arrays a workspace holds. A GPU batch plan keeps its index arrays and work list
+// in the caller's workspace, so a later plan over the same bytes (another batch object sharing
+// the buffer, as FlashInfer's wrappers share their float workspace) overwrites them, and run()
+// of the earlier plan, or a replay of a CUDA graph that captured it, would read the later
+// plan's arrays. Each plan claims its workspace; a later overlapping claim revokes it, run()
+// refuses a revoked plan, and a plan may not take bytes that another object's captured run
+// reads.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "flashband/attention.h"
+
+namespace flashband::detail {
+
+struct WorkspaceClaim {
+  std::uintptr_t begin = 0, end = 0;
+  const void* owner = nullptr;          // the batch object whose plan claimed it
+  std::atomic<bool> revoked{false};     // a later plan wrote over it
+  std::atomic<bool> captured{false};    // a CUDA graph captured a run that reads it
+};
+
+// Before a plan by `owner` writes `ws`: throws when a run that a CUDA graph captured for
+// another object reads bytes of it.
+void check_workspace_free(const Workspace& ws, const void* owner);
+
+// After the plan wrote `ws`: revokes every claim overlapping it and returns the new one
+// (null for an empty workspace). `captured`: a capture of this owner reads the new plan too.
+std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const void* owner, bool captured);
+
+// run(): throws when a later plan wrote over this claim.
+void check_claim(const WorkspaceClaim* claim);
+
+}  // namespace flashband::detail
