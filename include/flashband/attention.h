@@ -56,8 +56,9 @@ struct BatchShape {
 };
 
 // Workspaces (all three batch classes): a GPU plan keeps its index arrays and work list in the
-// workspace, so each object needs its own; run() throws kInvalidArgument when a later plan
-// (of another object, or a single_prefill) wrote over the bytes of this object's plan.
+// workspace, so each object needs its own (a copy shares its original's); run() throws
+// kInvalidArgument when a later plan (of another object, or a single_prefill) wrote over the
+// bytes of this object's plan.
 //
 // CUDA graphs (all three batch classes): run() neither allocates nor synchronises, so it can
 // be captured; a replay launches the captured plan's kernel and arguments over whatever the
@@ -65,7 +66,8 @@ struct BatchShape {
 // plan() over its workspace. With it, a later plan() that would launch differently throws
 // kUnsupported (naming what changed) instead, so a replay after a plan() that returned
 // computes that plan's problem, and another object's plan() over the captured bytes throws
-// kInvalidArgument; run() then must not be called from two threads at once on one object.
+// kInvalidArgument for as long as the capturing object lives (keep it alive while its graph
+// may replay); run() then must not be called from two threads at once on one object.
 
 // Batch prefill over a ragged (CSR) KV: q [nnz_qo, Hq, D]; k, v [nnz_kv, Hk, D] (NHD) or
 // [Hk, nnz_kv, D] (HND).
@@ -84,6 +86,7 @@ class BatchPrefillRagged {
  private:
   std::shared_ptr<const detail::Plan> plan_;
   mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
+  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
 };
 
 // A paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk,
@@ -115,6 +118,7 @@ class BatchPrefillPaged {
  private:
   std::shared_ptr<const detail::Plan> plan_;
   mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
+  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
 };
 
 // One query per request: q and out [batch, Hq, D].
@@ -130,6 +134,7 @@ class BatchDecodePaged {
  private:
   std::shared_ptr<const detail::Plan> plan_;
   mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
+  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
 };
 
 // Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).

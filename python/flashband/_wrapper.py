@@ -13,7 +13,13 @@ from typing import Any, Callable, Optional
 
 from . import _frameworks as fw
 from ._common import make_options, outputs, record
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
+
+
+def _installed_anyway(e: Exception) -> bool:
+    """The cuda_graph guard refuses a plan after installing it (the workspace holds it), so
+    the wrapper follows that plan; any other error leaves the previous one."""
+    return isinstance(e, UnsupportedError) and str(e).startswith("cuda_graph:")
 
 
 class BatchWrapperBase:
@@ -66,10 +72,14 @@ class BatchWrapperBase:
         return dtype
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int) -> None:
-        self._plan_args = args
-        self._semantics = semantics
-        self._num_qo_heads = num_qo_heads
-        self._plan_now(return_lse)
+        previous = (self._plan_args, self._semantics, self._num_qo_heads)
+        self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
+        try:
+            self._plan_now(return_lse)
+        except FlashbandError as e:
+            if not _installed_anyway(e):  # the native object kept its previous plan
+                self._plan_args, self._semantics, self._num_qo_heads = previous
+            raise
 
     def _plan_now(self, return_lse: bool) -> None:
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
@@ -78,10 +88,8 @@ class BatchWrapperBase:
         with fw.device_guard(self._workspace):
             try:
                 self._native.plan(*self._plan_args, opts, fw.native(self._workspace))
-            except UnsupportedError as e:
-                # The cuda_graph guard refuses after installing the plan (the workspace holds
-                # it), so the wrapper follows it too; other errors leave the old plan.
-                if str(e).startswith("cuda_graph:"):
+            except FlashbandError as e:
+                if _installed_anyway(e):
                     self._planned_lse = return_lse
                 raise
         self._planned_lse = return_lse

@@ -45,7 +45,8 @@ def single_decode_with_kv_cache(
 
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
-    or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper)."""
+    or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper, one per wrapper."""
 
     _native_class = _C.BatchDecodePaged
 

@@ -127,7 +127,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     [num_pages, Hk, page_size, D] (HND), given to run() as a (k, v) tuple or stacked
     [num_pages, 2, ...]. Request b's pages are
     paged_kv_indices[paged_kv_indptr[b] : paged_kv_indptr[b+1]], its last page holding
-    paged_kv_last_page_len[b] tokens."""
+    paged_kv_last_page_len[b] tokens.
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper, one per wrapper."""
 
     _native_class = _C.BatchPrefillPaged
 

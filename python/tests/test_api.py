@@ -200,6 +200,22 @@ def test_plans_take_the_pool_size_from_the_last_run():
     assert seen == [int(paged.indices.max()) + 1, 14, 20, 31]
 
 
+def test_a_refused_plan_leaves_the_previous_one():
+    """A plan() that raises leaves the wrapper's previous plan in use, all of it: a run that
+    asks for LSE re-plans with the previous arguments (heads, lengths), not the refused ones."""
+    rng = np.random.default_rng(9)
+    batch = Ragged(rng, [3, 5], [4, 9], 4, 2, D)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="num_qo_heads"):
+        w.plan(batch.qo_indptr, batch.kv_indptr, 6, 4, D, q_data_type="float32")  # 6 % 4 != 0
+    q, k, v = (x.astype(np.float32) for x in (batch.q, batch.k, batch.v))
+    out, lse = w.run(q, k, v, return_lse=True)
+    ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert lse.shape == (8, 4) and np.abs(lse - ref_lse).max() < 1e-3
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 def _numpy_env():

@@ -1,5 +1,7 @@
 // Paged batch prefill and paged decode: the same plan and binding; decode has one query per
 // request and a decode-shaped kernel (the selection's KernelShape).
+#include <memory>
+
 #include "api/bind.h"
 #include "api/capture_guard.h"
 #include "plan/make_plan.h"
@@ -44,7 +46,7 @@ RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_p
 
 }  // namespace
 
-BatchPrefillPaged::BatchPrefillPaged() = default;
+BatchPrefillPaged::BatchPrefillPaged() : owner_(std::make_shared<char>()) {}
 BatchPrefillPaged::~BatchPrefillPaged() = default;
 
 void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
@@ -56,7 +58,7 @@ void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, 
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  detail::plan_into(plan_, captured_, r, workspace, this);
+  detail::plan_into(plan_, captured_, r, workspace, owner_);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -64,7 +66,7 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
   return run_paged(plan_, captured_, q, kv, out, lse);
 }
 
-BatchDecodePaged::BatchDecodePaged() = default;
+BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
 BatchDecodePaged::~BatchDecodePaged() = default;
 
 void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
@@ -75,7 +77,7 @@ void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Batch
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  detail::plan_into(plan_, captured_, r, workspace, this);
+  detail::plan_into(plan_, captured_, r, workspace, owner_);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,

@@ -1,10 +1,12 @@
+#include <memory>
+
 #include "api/bind.h"
 #include "api/capture_guard.h"
 #include "plan/make_plan.h"
 
 namespace flashband {
 
-BatchPrefillRagged::BatchPrefillRagged() = default;
+BatchPrefillRagged::BatchPrefillRagged() : owner_(std::make_shared<char>()) {}
 BatchPrefillRagged::~BatchPrefillRagged() = default;
 
 void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
@@ -16,7 +18,7 @@ void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr
   r.kv_indptr = kv_indptr;
   r.shape = shape;
   r.opts = opts;
-  detail::plan_into(plan_, captured_, r, workspace, this);
+  detail::plan_into(plan_, captured_, r, workspace, owner_);
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,

@@ -66,7 +66,7 @@ void install_plan(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Captu
 }
 
 void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
-               const PlanRequest& request, const Workspace& workspace, const void* owner) {
+               const PlanRequest& request, const Workspace& workspace, const std::shared_ptr<const void>& owner) {
   // Host plans keep their arrays in the plan, not the workspace.
   const bool device = request.shape.device == Device::kCUDA;
   if (device) check_workspace_free(workspace, owner);

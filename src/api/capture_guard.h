@@ -39,9 +39,9 @@ void install_plan(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Captu
                   std::shared_ptr<Plan> next);
 
 // The batch classes' plan(): the workspace checks and claim (plan/workspace_claim.h) around
-// make_plan, then install_plan. `owner` is the batch object.
+// make_plan, then install_plan. `owner` is the batch object's token (copies share it).
 void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
-               const PlanRequest& request, const Workspace& workspace, const void* owner);
+               const PlanRequest& request, const Workspace& workspace, const std::shared_ptr<const void>& owner);
 
 // The batch classes' run(): before binding, refuses a plan whose workspace a later plan wrote
 // over; after a launch, notes a capture.

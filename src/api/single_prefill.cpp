@@ -43,9 +43,9 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   bind::kv_contiguous(plan->params, *plan, k, v);
   // The plan's arrays go into the workspace like a batch plan's (plan/workspace_claim.h).
   const bool device = q.device == Device::kCUDA;
-  if (device) detail::check_workspace_free(workspace, nullptr);
+  if (device) detail::check_workspace_free(workspace, {});
   detail::finish_plan(*plan, workspace);
-  if (device) plan->claim = detail::claim_workspace(workspace, nullptr, false);
+  if (device) plan->claim = detail::claim_workspace(workspace, {}, false);
   return detail::launch(*plan, plan->params);
 }
 

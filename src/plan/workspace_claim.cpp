@@ -21,13 +21,13 @@ std::uintptr_t begin_of(const Workspace& ws) { return reinterpret_cast<std::uint
 
 }  // namespace
 
-void check_workspace_free(const Workspace& ws, const void* owner) {
+void check_workspace_free(const Workspace& ws, const std::shared_ptr<const void>& owner) {
   if (ws.data == nullptr || ws.bytes == 0) return;
   const std::uintptr_t begin = begin_of(ws), end = begin + ws.bytes;
   std::lock_guard<std::mutex> lock(g_mutex);
   for (const auto& weak : g_claims) {
     const auto c = weak.lock();
-    if (c && c->owner != owner && c->captured && !c->revoked && overlaps(*c, begin, end)) {
+    if (c && (!owner || c->owner != owner) && c->captured && !c->revoked && overlaps(*c, begin, end)) {
       throw Error(ErrorCode::kInvalidArgument,
                   "workspace: a CUDA graph captured a run of another batch object's plan that reads this "
                   "workspace, and this plan would write its arrays over that plan's, so replaying the graph "
@@ -37,7 +37,8 @@ void check_workspace_free(const Workspace& ws, const void* owner) {
   }
 }
 
-std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const void* owner, bool captured) {
+std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const std::shared_ptr<const void>& owner,
+                                                bool captured) {
   if (ws.data == nullptr || ws.bytes == 0) return nullptr;
   auto claim = std::make_shared<WorkspaceClaim>();
   claim->begin = begin_of(ws);

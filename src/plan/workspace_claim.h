@@ -16,18 +16,21 @@ namespace flashband::detail {
 
 struct WorkspaceClaim {
   std::uintptr_t begin = 0, end = 0;
-  const void* owner = nullptr;          // the batch object whose plan claimed it
+  std::shared_ptr<const void> owner;    // the token of the batch object (and its copies)
   std::atomic<bool> revoked{false};     // a later plan wrote over it
   std::atomic<bool> captured{false};    // a CUDA graph captured a run that reads it
 };
 
-// Before a plan by `owner` writes `ws`: throws when a run that a CUDA graph captured for
-// another object reads bytes of it.
-void check_workspace_free(const Workspace& ws, const void* owner);
+// Before a plan by `owner` (a batch object's token, null for single_prefill) writes `ws`:
+// throws when a run that a CUDA graph captured for another object reads bytes of it. The
+// claim of a captured run binds for as long as its object keeps the capture (until a plan()
+// of it is refused) and lives; a graph replayed after its object is gone is unprotected.
+void check_workspace_free(const Workspace& ws, const std::shared_ptr<const void>& owner);
 
 // After the plan wrote `ws`: revokes every claim overlapping it and returns the new one
 // (null for an empty workspace). `captured`: a capture of this owner reads the new plan too.
-std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const void* owner, bool captured);
+std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const std::shared_ptr<const void>& owner,
+                                                bool captured);
 
 // run(): throws when a later plan wrote over this claim.
 void check_claim(const WorkspaceClaim* claim);

@@ -16,13 +16,13 @@ namespace {
 // Addresses nothing dereferences; each test uses its own range.
 Workspace at(std::uintptr_t begin, std::size_t bytes) { return {reinterpret_cast<void*>(begin), bytes}; }
 
-int kOwnerA, kOwnerB;  // two objects, two addresses
+const std::shared_ptr<const void> kOwnerA = std::make_shared<char>(), kOwnerB = std::make_shared<char>();
 
 TEST(WorkspaceClaim, ALaterOverlappingPlanRevokesTheEarlierOne) {
-  auto a = claim_workspace(at(0x100000, 4096), &kOwnerA, false);
-  auto apart = claim_workspace(at(0x100000 + 4096, 4096), &kOwnerB, false);  // adjacent: no overlap
+  auto a = claim_workspace(at(0x100000, 4096), kOwnerA, false);
+  auto apart = claim_workspace(at(0x100000 + 4096, 4096), kOwnerB, false);  // adjacent: no overlap
   EXPECT_NO_THROW(check_claim(a.get()));
-  auto b = claim_workspace(at(0x100000 + 1024, 512), &kOwnerB, false);
+  auto b = claim_workspace(at(0x100000 + 1024, 512), kOwnerB, false);
   EXPECT_TRUE(a->revoked);
   EXPECT_FALSE(apart->revoked);
   EXPECT_NO_THROW(check_claim(b.get()));
@@ -34,42 +34,47 @@ TEST(WorkspaceClaim, ALaterOverlappingPlanRevokesTheEarlierOne) {
     EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
   }
   // The same object planning again revokes its own earlier claim the same way.
-  auto b2 = claim_workspace(at(0x100000 + 1024, 512), &kOwnerB, false);
+  auto b2 = claim_workspace(at(0x100000 + 1024, 512), kOwnerB, false);
   EXPECT_TRUE(b->revoked);
   EXPECT_FALSE(b2->revoked);
 }
 
 TEST(WorkspaceClaim, NoWorkspaceNoClaim) {
-  EXPECT_EQ(claim_workspace(at(0, 0), &kOwnerA, false), nullptr);
-  EXPECT_EQ(claim_workspace(at(0x200000, 0), &kOwnerA, false), nullptr);
+  EXPECT_EQ(claim_workspace(at(0, 0), kOwnerA, false), nullptr);
+  EXPECT_EQ(claim_workspace(at(0x200000, 0), kOwnerA, false), nullptr);
   EXPECT_NO_THROW(check_claim(nullptr));
-  EXPECT_NO_THROW(check_workspace_free(at(0, 0), &kOwnerA));
+  EXPECT_NO_THROW(check_workspace_free(at(0, 0), kOwnerA));
 }
 
 TEST(WorkspaceClaim, CapturedBytesAreOnlyTheCapturingObjects) {
-  auto a = claim_workspace(at(0x300000, 4096), &kOwnerA, true);
-  EXPECT_NO_THROW(check_workspace_free(at(0x300000, 4096), &kOwnerA));  // graph mode re-plans
-  EXPECT_NO_THROW(check_workspace_free(at(0x300000 + 4096, 64), &kOwnerB));
+  auto a = claim_workspace(at(0x300000, 4096), kOwnerA, true);
+  EXPECT_NO_THROW(check_workspace_free(at(0x300000, 4096), kOwnerA));  // graph mode re-plans
+  EXPECT_NO_THROW(check_workspace_free(at(0x300000 + 4096, 64), kOwnerB));
   try {
-    check_workspace_free(at(0x300000 + 4000, 4096), &kOwnerB);
+    check_workspace_free(at(0x300000 + 4000, 4096), kOwnerB);
     FAIL() << "another object planned over captured bytes";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA graph"), std::string::npos) << e.what();
   }
-  // Once the capturing object's own later plan takes the bytes, its old claim no longer binds.
-  auto a2 = claim_workspace(at(0x300000, 4096), &kOwnerA, false);
-  EXPECT_NO_THROW(check_workspace_free(at(0x300000, 4096), &kOwnerB));
+  // The capturing object's later plans inherit the capture (plan_into passes it on) ...
+  auto a2 = claim_workspace(at(0x300000, 4096), kOwnerA, true);
+  EXPECT_THROW(check_workspace_free(at(0x300000, 4096), kOwnerB), Error);
+  // ... and single_prefill (no owner) may not take the bytes either.
+  EXPECT_THROW(check_workspace_free(at(0x300000, 64), nullptr), Error);
+  // Once a plan of it runs without the capture (a refused plan forgets it), they are free.
+  auto a3 = claim_workspace(at(0x300000, 4096), kOwnerA, false);
+  EXPECT_NO_THROW(check_workspace_free(at(0x300000, 4096), kOwnerB));
   // A claim whose plan is gone binds nothing.
-  auto c = claim_workspace(at(0x400000, 64), &kOwnerA, true);
+  auto c = claim_workspace(at(0x400000, 64), kOwnerA, true);
   c.reset();
-  EXPECT_NO_THROW(check_workspace_free(at(0x400000, 64), &kOwnerB));
+  EXPECT_NO_THROW(check_workspace_free(at(0x400000, 64), kOwnerB));
 }
 
 TEST(WorkspaceClaim, AForgottenCaptureFreesTheNewPlansBytes) {
   // plan_into's path: the object had a capture, so the new plan's claim starts captured; the
   // capture guard then refuses the plan and forgets the capture, and the claim with it.
   auto plan = std::make_shared<Plan>();
-  plan->claim = claim_workspace(at(0x500000, 4096), &kOwnerA, true);
+  plan->claim = claim_workspace(at(0x500000, 4096), kOwnerA, true);
   plan->params.max_kv_len = 7;
   plan->backend = Backend::kSM80;
   auto old_plan = std::make_shared<Plan>();
@@ -81,7 +86,7 @@ TEST(WorkspaceClaim, AForgottenCaptureFreesTheNewPlansBytes) {
   EXPECT_THROW(install_plan(installed, held, plan), Error);
   EXPECT_EQ(installed, plan);
   EXPECT_FALSE(plan->claim->captured);
-  EXPECT_NO_THROW(check_workspace_free(at(0x500000, 4096), &kOwnerB));
+  EXPECT_NO_THROW(check_workspace_free(at(0x500000, 4096), kOwnerB));
 }
 
 }  // namespace
