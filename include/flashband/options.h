@@ -25,8 +25,9 @@ struct Options {
   // Batch classes only (FlashInfer's use_cuda_graph): a run() captured in a CUDA graph stays
   // valid across later plan() calls, because a plan() that would launch differently (other
   // lengths that change the kernel's arguments, another batch size, a page past the captured
-  // cache) throws instead; see plan/launch_signature.h and api/capture_guard.h. Without it a captured run replays the plan it captured, and
-  // is valid only until the next plan(). single_prefill refuses it (it plans every call).
+  // cache) throws instead; see plan/launch_signature.h and api/capture_guard.h. Without it a
+  // captured run replays the plan it captured, valid only until the next plan() over its
+  // workspace. single_prefill refuses it (it plans every call).
   bool cuda_graph = false;
 };
 

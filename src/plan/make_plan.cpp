@@ -117,7 +117,8 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     p.variant = p.kernel.key.to_string();
     backend_planner(p.backend)(p, workspace);
     if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
-    p.state_signature = state_signature_of(p);
+    // Only the cuda_graph guard compares signatures: other plans skip building it.
+    if (p.opts.cuda_graph) p.state_signature = state_signature_of(p);
   });
 }
 

@@ -44,7 +44,8 @@ struct Plan {
   // appends of its own choices (sm90: "/tileMxN", chosen by shape for some keys).
   std::string variant;
   // What a launch reads from backend_state, as "name=value;" fields (plan/launch_signature.h):
-  // finish_plan() asks the backends whose launch reads host state (sm90, cudnn).
+  // finish_plan() asks the backends whose launch reads host state (sm90, cudnn), for
+  // Options::cuda_graph plans (the guard's only reader; empty otherwise).
   std::string state_signature;
   // This plan's hold on the workspace it wrote (null on the host or without one).
   std::shared_ptr<WorkspaceClaim> claim;
