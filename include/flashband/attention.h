@@ -21,18 +21,34 @@ struct RunInfo {
   int num_kv_splits = 1;
 };
 
-// Caller-owned scratch memory on the device the problem runs on (host memory for cpu).
-// plan() stores its device-side arrays here, split-KV stores partial results; run() never
-// allocates. Size it with the *_workspace_bytes functions.
+// Caller-owned memory on the device the problem runs on (host memory for cpu); run() never
+// allocates. A GPU plan keeps two things there:
+// - its own arrays (index arrays, work list), which plan() writes and every run() of the
+//   plan reads until the next plan();
+// - its runs' scratch (split-KV partial results, cuDNN's workspace), which one run() writes
+//   and reads within itself.
+// Given `data` alone, both go there (arrays first), so each batch object needs its own.
+// Given `plan_data` too, the arrays go there and `data` holds scratch only: batch objects
+// whose runs are ordered (one stream, or streams the caller orders) may then share `data`,
+// as FlashInfer's wrappers share their float workspace; each keeps its own plan_data.
 struct Workspace {
   void* data = nullptr;
   std::size_t bytes = 0;
+  void* plan_data = nullptr;
+  std::size_t plan_bytes = 0;
 };
 
 // Upper bound of workspace any batch plan needs for these maxima (split-KV included); paged
-// plans also store their page indices (max_page_indices = entries of paged_kv_indices).
+// plans also store their page indices (max_page_indices = entries of paged_kv_indices). It
+// bounds `data` alone as well as `data` beside a plan_data.
 std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads,
                                   int head_dim, Device device, int64_t max_page_indices = 0);
+
+// Upper bound of the plan's arrays for these maxima: what Workspace::plan_data needs.
+// max_request_pages: pages of the longest request (cuDNN's page table is that wide, rounded
+// up to a power-of-two length); -1 bounds it by max_page_indices.
+std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
+                             Device device, int64_t max_page_indices = 0, int64_t max_request_pages = -1);
 
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
 // lse [qo_len, Hq] float32 when opts.return_lse, else nullptr.
@@ -56,9 +72,10 @@ struct BatchShape {
 };
 
 // Workspaces (all three batch classes): a GPU plan keeps its index arrays and work list in the
-// workspace, so each object needs its own (a copy shares its original's); run() throws
-// kInvalidArgument when a later plan (of another object, or a single_prefill) wrote over the
-// bytes of this object's plan.
+// workspace (in plan_data when given), so each object needs its own bytes for them (a copy
+// shares its original's); run() throws kInvalidArgument once a later plan (of another
+// object, or a single_prefill) put its arrays or scratch over this plan's arrays, or its
+// arrays where this plan's runs write scratch.
 //
 // CUDA graphs (all three batch classes): run() neither allocates nor synchronises, so it can
 // be captured; a replay launches the captured plan's kernel and arguments over whatever the

@@ -11,8 +11,8 @@ from .errors import (CudaError, FlashbandError, InternalError, InvalidArgumentEr
                      NotBuiltError, UnsupportedError)
 from . import _C
 from ._common import last_run_info
-from .capability import (ProblemDesc, SupportAnswer, batch_workspace_bytes, built_backends,
-                         caps, select_backend, support_matrix, supports)
+from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_workspace_bytes,
+                         built_backends, caps, select_backend, support_matrix, supports)
 from .cascade import merge_state, merge_states
 from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
@@ -32,6 +32,7 @@ __all__ = [
     "ProblemDesc",
     "SupportAnswer",
     "UnsupportedError",
+    "batch_plan_bytes",
     "batch_workspace_bytes",
     "built_backends",
     "caps",

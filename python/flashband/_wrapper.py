@@ -1,7 +1,8 @@
-"""What the three batch wrappers share: the workspace, plan bookkeeping and run().
+"""What the three batch wrappers share: the workspaces, plan bookkeeping and run().
 
-plan() does all host work and, for GPU backends, copies the plan into the workspace on the
-current stream; run() only launches. The native run() goes to the stream that plan() saw
+plan() does all host work and, for GPU backends, copies the plan's arrays into the wrapper's
+int workspace (as FlashInfer does) on the current stream; run() only launches, with scratch
+in the float workspace, which wrappers may share. The native run() goes to the stream that plan() saw
 (the C++ run takes no stream), so plan and run on the same stream, as FlashInfer expects.
 The native library plans for LSE or not (Options.return_lse); when run() asks otherwise
 than the plan, the wrapper re-plans once with the saved host arrays.
@@ -9,11 +10,33 @@ than the plan, the wrapper re-plans once with the saved host arrays.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
+import numpy as np
+
+from . import _C
 from . import _frameworks as fw
 from ._common import make_options, outputs, record
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
+
+
+# FlashInfer's int workspace size: a plan's arrays up to it keep one buffer (and so the
+# pointers a CUDA graph captured) from the first plan on.
+_PLAN_BUFFER_MIN = 8 << 20
+
+
+def plan_sizes(qo_indptr: Optional[np.ndarray], head_dim: int,
+               page_indptr: Optional[np.ndarray] = None) -> Tuple[int, ...]:
+    """What batch_plan_bytes needs to know of one plan (qo_indptr None: decode, one query
+    per request). Arrays the native plan() will refuse give sizes of 0 here."""
+    indptr = page_indptr if qo_indptr is None else qo_indptr
+    batch = max(len(indptr) - 1, 0) if indptr is not None else 0
+    qo_tokens = batch if qo_indptr is None else max(int(qo_indptr[-1]), 0) if batch else 0
+    pages = request_pages = 0
+    if page_indptr is not None and batch and len(page_indptr) > batch:
+        pages = max(int(page_indptr[batch]), 0)
+        request_pages = max(int(np.diff(page_indptr[:batch + 1]).max()), 0)
+    return (batch, qo_tokens, head_dim, pages, request_pages)
 
 
 def _installed_anyway(e: Exception) -> bool:
@@ -34,8 +57,11 @@ class BatchWrapperBase:
         # calls. The native plan keeps that promise or raises (Options.cuda_graph).
         self._use_cuda_graph = bool(use_cuda_graph)
         self._workspace = float_workspace_buffer
+        self._int_workspace: Any = None   # given to reset_workspace_buffer: used as it is
+        self._plan_buffer: Any = None     # else this wrapper's own, grown as plans need
         self._native = self._native_class()
         self._plan_args: Optional[tuple] = None
+        self._plan_sizes: Tuple[int, ...] = ()
         self._semantics: dict = {}
         self._planned_lse = False
         self._num_qo_heads = 0
@@ -52,9 +78,11 @@ class BatchWrapperBase:
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffer: Any = None) -> None:
-        """Use a new workspace; the next run needs a new plan()."""
-        del int_workspace_buffer  # flashband keeps everything in one workspace
+        """Use new workspaces; the next run needs a new plan(). int_workspace_buffer, where
+        given, holds the plans' arrays (size it with batch_plan_bytes); else the wrapper
+        keeps its own."""
         self._workspace = float_workspace_buffer
+        self._int_workspace = int_workspace_buffer
         self._native = self._native_class()
         self._plan_args = None
 
@@ -71,23 +99,46 @@ class BatchWrapperBase:
                 "flashband needs one dtype for q, k and v")
         return dtype
 
-    def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int) -> None:
-        previous = (self._plan_args, self._semantics, self._num_qo_heads)
+    def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
+                 sizes: Tuple[int, ...]) -> None:
+        previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes)
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
+        self._plan_sizes = sizes
         try:
             self._plan_now(return_lse)
         except FlashbandError as e:
             if not _installed_anyway(e):  # the native object kept its previous plan
-                self._plan_args, self._semantics, self._num_qo_heads = previous
+                (self._plan_args, self._semantics, self._num_qo_heads,
+                 self._plan_sizes) = previous
             raise
+
+    def _plan_workspace(self) -> Any:
+        """Where the plan's arrays go: the int_workspace_buffer given, else a buffer of this
+        wrapper's own, replaced by a larger one when a plan needs more (so a plan that grows
+        it cannot keep a CUDA graph's capture; pass int_workspace_buffer to fix the size)."""
+        if self._int_workspace is not None:
+            return self._int_workspace
+        kind, _ = fw.device_of(self._workspace)
+        if kind == "cpu":
+            return None  # the cpu backend keeps a plan's arrays on the host
+        batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
+        need = int(_C.batch_plan_bytes(batch, qo_tokens, self._num_qo_heads, head_dim, kind,
+                                       page_indices, request_pages))
+        have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])
+        if need > have:
+            self._plan_buffer = fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),),
+                                         "uint8")
+        return self._plan_buffer
 
     def _plan_now(self, return_lse: bool) -> None:
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
                             backend=self._backend, stream=fw.current_stream(self._workspace),
                             cuda_graph=self._use_cuda_graph, **self._semantics)
+        plan_workspace = self._plan_workspace()
         with fw.device_guard(self._workspace):
             try:
-                self._native.plan(*self._plan_args, opts, fw.native(self._workspace))
+                self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
+                                  None if plan_workspace is None else fw.native(plan_workspace))
             except FlashbandError as e:
                 if _installed_anyway(e):
                     self._planned_lse = return_lse

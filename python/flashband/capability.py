@@ -11,7 +11,7 @@ from . import _frameworks as fw
 from .errors import InvalidArgumentError
 
 __all__ = ["supports", "select_backend", "caps", "support_matrix", "batch_workspace_bytes",
-           "built_backends", "ProblemDesc", "SupportAnswer"]
+           "batch_plan_bytes", "built_backends", "ProblemDesc", "SupportAnswer"]
 
 ProblemDesc = _C.ProblemDesc
 SupportAnswer = _C.SupportAnswer
@@ -85,8 +85,22 @@ def caps() -> Dict[str, Any]:
 
 
 def batch_workspace_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int,
-                          head_dim: int, device: Any = "cuda") -> int:
-    """Workspace bytes any batch plan needs for these maxima (split-KV included); size a
-    wrapper's float_workspace_buffer with it. 0 for the cpu backend."""
+                          head_dim: int, device: Any = "cuda", max_page_indices: int = 0) -> int:
+    """Bytes of float_workspace_buffer that serve any batch plan for these maxima (split-KV
+    partial states, cuDNN's workspace); wrappers may share one such buffer. 0 for the cpu
+    backend. The bound also covers a plan's own arrays in the same buffer (the C++ API
+    without plan_data), which max_page_indices (entries of the paged index array) adds to."""
     kind, _ = _device(device)
-    return int(_C.batch_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind))
+    return int(_C.batch_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind,
+                                        max_page_indices))
+
+
+def batch_plan_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int, head_dim: int,
+                     device: Any = "cuda", max_page_indices: int = 0,
+                     max_request_pages: int = -1) -> int:
+    """Bytes a plan's own arrays (index arrays, work list, page indices) take at most for
+    these maxima: what a wrapper's int_workspace_buffer needs. max_request_pages: pages of
+    the longest request (-1: bounded by max_page_indices). 0 for the cpu backend."""
+    kind, _ = _device(device)
+    return int(_C.batch_plan_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind,
+                                   max_page_indices, max_request_pages))

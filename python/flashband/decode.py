@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple, Union
 from . import _C
 from . import _frameworks as fw
 from ._common import refuse_unsupported
-from ._wrapper import BatchWrapperBase
+from ._wrapper import BatchWrapperBase, plan_sizes
 from .errors import InvalidArgumentError
 from .prefill import _num_pages, _paged_call, single_prefill_with_kv_cache
 
@@ -46,7 +46,7 @@ def single_decode_with_kv_cache(
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
     or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
-    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper, one per wrapper."""
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper."""
 
     _native_class = _C.BatchDecodePaged
 
@@ -72,12 +72,14 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             q_data_type = kv_data_type = data_type
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)
         host_indices = fw.host_int32(indices, "indices")
-        args = (fw.host_int32(indptr, "indptr"), host_indices,
+        host_indptr = fw.host_int32(indptr, "indptr")
+        args = (host_indptr, host_indices,
                 fw.host_int32(last_page_len, "last_page_len"), page_size,
                 _num_pages(num_pages, host_indices, self._cache_pages), num_qo_heads, num_kv_heads,
                 head_dim, dtype)
         self._do_plan(args, dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
-                                 sm_scale=sm_scale), return_lse, num_qo_heads)
+                                 sm_scale=sm_scale), return_lse, num_qo_heads,
+                      plan_sizes(None, head_dim, host_indptr))
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,

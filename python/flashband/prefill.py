@@ -14,7 +14,7 @@ from typing import Any, Optional, Tuple, Union
 from . import _C
 from . import _frameworks as fw
 from ._common import make_options, outputs, record, refuse_unsupported
-from ._wrapper import BatchWrapperBase
+from ._wrapper import BatchWrapperBase, plan_sizes
 from .errors import InvalidArgumentError
 
 __all__ = [
@@ -85,8 +85,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
 
     float_workspace_buffer: any contiguous array on the device the batch runs on (e.g.
     torch.empty(128 << 20, dtype=torch.uint8, device="cuda")), at least
-    batch_workspace_bytes(...) bytes; it must outlive the runs of a plan, and no other
-    wrapper may plan into it meanwhile (a run then raises: the plan's arrays live there).
+    batch_workspace_bytes(...) bytes, for the runs' scratch; it must outlive the runs of a
+    plan, and wrappers whose runs are ordered on one stream may share it. The plan's own
+    arrays go to the wrapper's int workspace (reset_workspace_buffer).
     """
 
     _native_class = _C.BatchPrefillRagged
@@ -112,7 +113,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
-                      return_lse, num_qo_heads)
+                      return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk))
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
@@ -128,7 +129,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     [num_pages, 2, ...]. Request b's pages are
     paged_kv_indices[paged_kv_indptr[b] : paged_kv_indptr[b+1]], its last page holding
     paged_kv_last_page_len[b] tokens.
-    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper, one per wrapper."""
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper."""
 
     _native_class = _C.BatchPrefillPaged
 
@@ -158,7 +159,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                 num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
-                      return_lse, num_qo_heads)
+                      return_lse, num_qo_heads,
+                      plan_sizes(qo, head_dim_qk, indptr))
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, k_scale: Any = None,

@@ -40,6 +40,23 @@ BatchShape make_shape(int num_qo_heads, int num_kv_heads, int head_dim, const st
   return s;
 }
 
+// The wrapper's float workspace (scratch, shareable) and, when given, its own buffer for the
+// plan's arrays (Workspace::plan_data), on the same device.
+WorkspaceArg workspaces_of(const OutArray& workspace, const OutArray& plan_workspace) {
+  WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+  if (!plan_workspace.is_valid()) return w;
+  const WorkspaceArg p = workspace_of(plan_workspace, "int_workspace_buffer");
+  if (p.device != w.device || p.device_id != w.device_id)
+    invalid("int_workspace_buffer: must be on the device of float_workspace_buffer");
+  const auto begin = [](const Workspace& ws) { return reinterpret_cast<std::uintptr_t>(ws.data); };
+  if (begin(p.workspace) < begin(w.workspace) + w.workspace.bytes &&
+      begin(w.workspace) < begin(p.workspace) + p.workspace.bytes)
+    invalid("int_workspace_buffer: overlaps float_workspace_buffer; the plans' arrays need bytes of their own");
+  w.workspace.plan_data = p.workspace.data;
+  w.workspace.plan_bytes = p.workspace.bytes;
+  return w;
+}
+
 // Page arrays of a paged plan; indptr[batch] must not run past the indices array, which
 // the C++ API receives as a bare pointer.
 PagedIndex make_pages(const HostIndex& indptr, const HostIndex& indices,
@@ -81,18 +98,19 @@ void bind_batch(nb::module_& m) {
           "plan",
           [](BatchPrefillRagged& self, const InArray& qo_indptr, const InArray& kv_indptr,
              int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
-             const Options& opts, const OutArray& workspace) {
+             const Options& opts, const OutArray& workspace, const OutArray& plan_workspace) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex kv = host_index(kv_indptr, "kv_indptr");
             const int batch = batch_of(qo, "qo_indptr");
             expect_size(kv, qo.size, "kv_indptr", "same length as qo_indptr");
-            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             self.plan(qo.data, kv.data, batch,
                       make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
                       w.workspace);
           },
           arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"), arg("num_kv_heads"),
-          arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"), release)
+          arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
+          arg("plan_workspace").none() = nb::none(), release)
       .def(
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
@@ -110,7 +128,8 @@ void bind_batch(nb::module_& m) {
           [](BatchPrefillPaged& self, const InArray& qo_indptr, const InArray& paged_kv_indptr,
              const InArray& paged_kv_indices, const InArray& paged_kv_last_page_len,
              int page_size, int num_pages, int num_qo_heads, int num_kv_heads, int head_dim,
-             const std::string& dtype, const Options& opts, const OutArray& workspace) {
+             const std::string& dtype, const Options& opts, const OutArray& workspace,
+             const OutArray& plan_workspace) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex indptr = host_index(paged_kv_indptr, "paged_kv_indptr");
             const HostIndex indices = host_index(paged_kv_indices, "paged_kv_indices");
@@ -120,7 +139,7 @@ void bind_batch(nb::module_& m) {
             const PagedIndex pages =
                 make_pages(indptr, indices, last, batch, page_size, num_pages, "paged_kv_indptr",
                            "paged_kv_indices", "paged_kv_last_page_len");
-            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             self.plan(qo.data, pages, batch,
                       make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
                       w.workspace);
@@ -128,7 +147,7 @@ void bind_batch(nb::module_& m) {
           arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices"),
           arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
           arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
-          release)
+          arg("plan_workspace").none() = nb::none(), release)
       .def(
           "run",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
@@ -156,20 +175,20 @@ void bind_batch(nb::module_& m) {
           [](BatchDecodePaged& self, const InArray& indptr_arr, const InArray& indices_arr,
              const InArray& last_page_len_arr, int page_size, int num_pages, int num_qo_heads,
              int num_kv_heads, int head_dim, const std::string& dtype, const Options& opts,
-             const OutArray& workspace) {
+             const OutArray& workspace, const OutArray& plan_workspace) {
             const HostIndex indptr = host_index(indptr_arr, "indptr");
             const HostIndex indices = host_index(indices_arr, "indices");
             const HostIndex last = host_index(last_page_len_arr, "last_page_len");
             const int batch = batch_of(indptr, "indptr");
             const PagedIndex pages = make_pages(indptr, indices, last, batch, page_size, num_pages,
                                                 "indptr", "indices", "last_page_len");
-            const WorkspaceArg w = workspace_of(workspace, "float_workspace_buffer");
+            const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
                       opts, w.workspace);
           },
           arg("indptr"), arg("indices"), arg("last_page_len"), arg("page_size"), arg("num_pages"),
           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),
-          arg("workspace"), release)
+          arg("workspace"), arg("plan_workspace").none() = nb::none(), release)
       .def(
           "run",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,

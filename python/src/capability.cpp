@@ -76,12 +76,20 @@ void bind_capability(nb::module_& m) {
   m.def("support_matrix_markdown", &support_matrix_markdown);
   m.def("batch_workspace_bytes",
         [](int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
-           const std::string& device) {
+           const std::string& device, int64_t max_page_indices) {
           return batch_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim,
-                                       parse_device(device));
+                                       parse_device(device), max_page_indices);
         },
         arg("max_batch"), arg("max_qo_tokens"), arg("num_qo_heads"), arg("head_dim"),
-        arg("device"));
+        arg("device"), arg("max_page_indices") = 0);
+  m.def("batch_plan_bytes",
+        [](int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
+           const std::string& device, int64_t max_page_indices, int64_t max_request_pages) {
+          return batch_plan_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim,
+                                  parse_device(device), max_page_indices, max_request_pages);
+        },
+        arg("max_batch"), arg("max_qo_tokens"), arg("num_qo_heads"), arg("head_dim"),
+        arg("device"), arg("max_page_indices") = 0, arg("max_request_pages") = -1);
 
   // What this build contains (flashband/config.h); supports() adds the machine's GPU.
   std::vector<std::string> built = {"cpu"};

@@ -15,6 +15,7 @@ import flashband
 from _cases import Paged, Ragged, rand
 from _checks import assert_out
 from _reference import attention_np
+from flashband._wrapper import plan_sizes
 
 D = 64
 
@@ -214,6 +215,45 @@ def test_a_refused_plan_leaves_the_previous_one():
     ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v)
     assert_out(out.astype(np.float64), ref, "float32")
     assert lse.shape == (8, 4) and np.abs(lse - ref_lse).max() < 1e-3
+
+
+def test_the_int_workspace_reaches_the_native_plan():
+    """reset_workspace_buffer's int_workspace_buffer holds the plans' arrays (plan_data): one
+    that overlaps the float workspace is refused by name, one beside it plans and runs."""
+    rng = np.random.default_rng(10)
+    batch = Ragged(rng, [3, 5], [4, 9], 4, 2, D)
+    buf = np.zeros(1 << 12, np.uint8)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(buf, backend="cpu")
+    w.reset_workspace_buffer(buf, buf[1024:])
+    with pytest.raises(flashband.InvalidArgumentError, match="int_workspace_buffer: overlaps"):
+        w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    w.reset_workspace_buffer(buf[:1024], buf[1024:])
+    w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    q, k, v = (x.astype(np.float32) for x in (batch.q, batch.k, batch.v))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    assert_out(w.run(q, k, v).astype(np.float64), ref, "float32")
+
+
+def test_plan_sizes_and_plan_bytes():
+    """What a wrapper sizes its int workspace by: the plan's batch, query tokens, page
+    indices and longest request in pages; malformed arrays (the native plan refuses them)
+    give zeros rather than an exception here."""
+    i32 = lambda *x: np.array(x, np.int32)
+    assert plan_sizes(i32(0, 3, 8), 128) == (2, 8, 128, 0, 0)
+    assert plan_sizes(i32(0, 3, 8), 128, i32(0, 2, 7)) == (2, 8, 128, 7, 5)
+    assert plan_sizes(None, 64, i32(0, 1, 4)) == (2, 2, 64, 4, 3)  # decode
+    assert plan_sizes(i32(), 64) == (0, 0, 64, 0, 0)
+    assert plan_sizes(i32(0, 3, 8), 64, i32(0)) == (2, 8, 64, 0, 0)
+    assert flashband.batch_plan_bytes(4, 100, 8, 128, "cpu") == 0
+    if set(flashband.built_backends()) & {"sm80", "sm90", "cudnn"}:
+        small = flashband.batch_plan_bytes(4, 100, 8, 128, "cuda")
+        paged = flashband.batch_plan_bytes(4, 100, 8, 128, "cuda", max_page_indices=1 << 16)
+        assert 0 < small < paged
+        # Page indices alone take 4 bytes each; cuDNN's table bound is narrower per request.
+        assert paged - small >= 4 << 16
+        narrow = flashband.batch_plan_bytes(4, 100, 8, 128, "cuda", 1 << 16, 64)
+        assert narrow < paged if "cudnn" in flashband.built_backends() else narrow == paged
+        assert paged < flashband.batch_workspace_bytes(4, 100, 8, 128, "cuda", 1 << 16)
 
 
 # --- errors ----------------------------------------------------------------------------------

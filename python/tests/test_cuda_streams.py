@@ -146,14 +146,70 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_wrappers_sharing_a_workspace(backend):
-    """FlashInfer's wrappers may share a float workspace; flashband keeps each plan's arrays
-    there, so a run whose arrays another wrapper's plan wrote over raises instead of reading
-    them, and a wrapper may not plan over bytes that a CUDA graph captured for another."""
+    """FlashInfer's wrappers share one float workspace: it holds only scratch, so runs of
+    wrappers planned in any order compute their own problems, also with split-KV scratch
+    and a CUDA graph that captured one of them replayed after the others ran."""
     require(backend, "paged_decode")
     ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    # Long requests among short ones: the GPU backends split their KV (scratch in ws).
+    problems = []
+    for seed in (4, 5, 6):
+        rng = np.random.default_rng(seed)
+        batch = Ragged(rng, [1] * 3, [3000 + 500 * seed, 17, 900], 8, 2, 128)
+        problems.append((batch, Paged(rng, batch, 16)))
+    wrappers = [flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
+                for _ in problems]
+
+    def plan(w, paged):
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
+               q_data_type=DTYPE, num_pages=paged.num_pages)
+
+    def inputs(batch, paged):
+        return to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
+
+    def check(out, batch):
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+    for w, (batch, paged) in zip(wrappers, problems):
+        plan(w, paged)
+    for i in (0, 2, 1, 0):
+        check(wrappers[i].run(*inputs(*problems[i])), problems[i][0])
+
+    # A graph captures wrapper 0's run; the others plan and run between its replays.
+    batch, paged = problems[0]
+    q, cache = inputs(batch, paged)
+    out = torch.empty_like(q)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        plan(wrappers[0], paged)
+        wrappers[0].run(q, cache, out=out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        wrappers[0].run(q, cache, out=out)
+    with torch.cuda.stream(stream):
+        for i in (1, 2):
+            plan(wrappers[i], problems[i][1])
+            check(wrappers[i].run(*inputs(*problems[i])), problems[i][0])
+        out.fill_(float("nan"))
+        graph.replay()
+    check(out, batch)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_wrappers_sharing_an_int_workspace(backend):
+    """A plan's arrays live in the int workspace: a run whose arrays another wrapper's plan
+    wrote over raises instead of reading them, and a wrapper may not plan over arrays that a
+    CUDA graph captured for another."""
+    require(backend, "paged_decode")
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    shared = torch.empty(8 << 20, dtype=torch.uint8, device="cuda")
     problems = [decode_problem(4), decode_problem(5)]
     wrappers = [flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
                 for _ in problems]
+    for w in wrappers:
+        w.reset_workspace_buffer(ws, shared)
 
     def plan(w, paged):
         w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
@@ -170,7 +226,7 @@ def test_wrappers_sharing_a_workspace(backend):
     torch.cuda.synchronize()
     assert_out(out.double().cpu().numpy(), reference(problems[1][0]), DTYPE)
 
-    # A graph captures wrapper 0's run; wrapper 1 may no longer plan over that workspace.
+    # A graph captures wrapper 0's run; wrapper 1 may no longer plan over its arrays.
     batch, paged = problems[0]
     q, cache = to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
     out = torch.empty_like(q)

@@ -1,5 +1,5 @@
-// batch_workspace_bytes: the most any backend's plan can ask of the caller's workspace, so
-// one buffer serves whichever backend `auto` picks.
+// batch_workspace_bytes and batch_plan_bytes: the most any backend's plan can ask of the
+// caller's workspace, so one buffer serves whichever backend `auto` picks.
 #include <algorithm>
 
 #include "flashband/attention.h"
@@ -43,6 +43,33 @@ std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_
   (void)num_qo_heads;
   (void)head_dim;
   (void)max_page_indices;
+  return bytes;
+}
+
+std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim, Device device,
+                             int64_t max_page_indices, int64_t max_request_pages) {
+  if (device == Device::kCPU) return 0;
+  std::size_t bytes = 0;
+#if FLASHBAND_WITH_SM80
+  bytes = std::max(bytes, sm80::sm80_plan_bytes(max_batch, max_qo_tokens, num_qo_heads) +
+                              sm80::sm80_page_index_bytes(max_page_indices));
+#endif
+#if FLASHBAND_WITH_SM90
+  bytes = std::max(bytes, sm90::sm90_plan_bytes(max_batch, max_qo_tokens, head_dim) +
+                              sm90::sm90_page_index_bytes(max_page_indices));
+#endif
+#if FLASHBAND_WITH_CUDNN
+  // page_table_width: at most twice the longest request's pages.
+  const int64_t pages = max_request_pages >= 0 ? std::min(max_request_pages, max_page_indices) : max_page_indices;
+  const int width = static_cast<int>(std::min<int64_t>(2 * pages, 1 << 30));
+  bytes = std::max(bytes, cudnn_backend::cudnn_workspace_bytes(max_batch, width, 0));
+#endif
+  (void)max_batch;
+  (void)max_qo_tokens;
+  (void)num_qo_heads;
+  (void)head_dim;
+  (void)max_page_indices;
+  (void)max_request_pages;
   return bytes;
 }
 

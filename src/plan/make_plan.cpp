@@ -103,9 +103,17 @@ void first_accepting(std::size_t n, bool fallback, const std::function<void(std:
 }
 
 void finish_plan(Plan& p, const Workspace& workspace) {
-  if (p.shape.device == Device::kCUDA && reinterpret_cast<uintptr_t>(workspace.data) % 16 != 0)
-    fail("workspace: GPU pointer " + std::to_string(reinterpret_cast<uintptr_t>(workspace.data)) +
-         " is not 16-byte aligned");
+  const auto data = reinterpret_cast<uintptr_t>(workspace.data);
+  const auto plan_data = reinterpret_cast<uintptr_t>(workspace.plan_data);
+  if (p.shape.device == Device::kCUDA && data % 16 != 0)
+    fail("workspace: GPU pointer " + std::to_string(data) + " is not 16-byte aligned");
+  if (p.shape.device == Device::kCUDA && plan_data % 16 != 0)
+    fail("workspace: plan_data " + std::to_string(plan_data) + " is not 16-byte aligned");
+  if (plan_data == 0 && workspace.plan_bytes != 0)
+    fail("workspace: plan_bytes is " + std::to_string(workspace.plan_bytes) + " without a plan_data");
+  // The plan's arrays must not sit in the scratch its own runs write.
+  if (plan_data != 0 && data != 0 && plan_data < data + workspace.bytes && data < plan_data + workspace.plan_bytes)
+    fail("workspace: plan_data overlaps data; the plan's arrays need bytes of their own");
   // A backend may still refuse here (cuDNN refusing a graph); `auto` then tries the next one
   // from a clean copy of the parameters.
   const core::AttentionParams base = p.params;

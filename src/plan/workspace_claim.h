@@ -2,9 +2,11 @@
 // in the caller's workspace, so a later plan over the same bytes (another batch object sharing
 // the buffer, as FlashInfer's wrappers share their float workspace) overwrites them, and run()
 // of the earlier plan, or a replay of a CUDA graph that captured it, would read the later
-// plan's arrays. Each plan claims its workspace; a later overlapping claim revokes it, run()
-// refuses a revoked plan, and a plan may not take bytes that another object's captured run
-// reads.
+// plan's arrays. Each plan claims its workspace; a later claim that conflicts revokes it,
+// run() refuses a revoked plan, and a plan may not take bytes that another object's captured
+// run reads. Two claims conflict where either's arrays overlap the other's arrays or scratch;
+// scratch beside a plan_data (Workspace) may overlap other such scratch, since each run writes
+// its scratch before reading it.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -14,8 +16,13 @@
 
 namespace flashband::detail {
 
-struct WorkspaceClaim {
+struct ByteRange {
   std::uintptr_t begin = 0, end = 0;
+};
+
+struct WorkspaceClaim {
+  ByteRange arrays;   // the plan's arrays (and its scratch, in a one-buffer workspace)
+  ByteRange scratch;  // its runs' scratch in `data` beside a plan_data: shared with other such plans
   std::shared_ptr<const void> owner;    // the token of the batch object (and its copies)
   std::atomic<bool> revoked{false};     // a later plan wrote over it
   std::atomic<bool> captured{false};    // a CUDA graph captured a run that reads it

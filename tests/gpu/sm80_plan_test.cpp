@@ -287,6 +287,36 @@ TEST(Sm80WorkPlan, SmallWorkspaceMeansFewerSplitsOrAnError) {
   }
 }
 
+TEST(Sm80WorkPlan, PlanDataBoundsTheArraysAndDataTheSplits) {
+  const detail::Plan plan = make_plan({{}, {8000}, 32, 8, 128, false, -1, true, true});
+  const WorkPlan roomy = make_work_plan(plan, 132, 1 << 26);
+  ASSERT_GT(roomy.num_kv_splits, 2);
+  const std::size_t arrays = cuda::align_up(roomy.blob.size());
+  auto separate = [&](std::size_t array_bytes, std::size_t scratch_bytes) {
+    Workspace ws;
+    ws.plan_bytes = array_bytes;
+    ws.bytes = scratch_bytes;
+    ws.plan_data = reinterpret_cast<void*>(std::uintptr_t{1} << 40);  // never dereferenced
+    return detail::WorkspaceRegions(ws);
+  };
+  // The same plan when each part has the room it needs: the arrays need not leave room for
+  // the scratch.
+  EXPECT_EQ(make_work_plan(plan, 132, separate(arrays, roomy.scratch_bytes)).num_kv_splits, roomy.num_kv_splits);
+  // Less scratch: fewer splits, within it.
+  const WorkPlan small = make_work_plan(plan, 132, separate(arrays, roomy.scratch_bytes / 2));
+  EXPECT_LT(small.num_kv_splits, roomy.num_kv_splits);
+  EXPECT_LE(small.scratch_bytes, roomy.scratch_bytes / 2);
+  // No scratch: no splits; arrays that do not fit: an error naming both buffers.
+  EXPECT_EQ(make_work_plan(plan, 132, separate(arrays, 0)).num_kv_splits, 1);
+  try {
+    make_work_plan(plan, 132, separate(64, 1 << 26));
+    FAIL() << "expected an error for 64 bytes of plan_data";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("plan_data"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Sm80TileShape, UnsupportedHeadDimIsNamed) {
   try {
     tile_shape(dispatch::KernelShape::kPrefill, 96);

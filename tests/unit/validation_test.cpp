@@ -288,6 +288,20 @@ TEST(Validation, HostTensorsRefusedByGpuBackend) {
   expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, o); }, "needs CUDA tensors");
 }
 
+TEST(Validation, PlanDataBesideData) {
+  Buffers b;
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  BatchPrefillRagged w;
+  const int32_t qo[3] = {0, 2, 5}, kv[3] = {0, 3, 7};
+  std::vector<unsigned char> bytes(4096);
+  Workspace ws{bytes.data(), 2048, bytes.data() + 1024, 1024};  // plan_data inside data
+  expect_refused(b, [&] { w.plan(qo, kv, 2, s, lse_opts(), ws); }, "workspace: plan_data overlaps data");
+  ws.plan_data = nullptr;
+  expect_refused(b, [&] { w.plan(qo, kv, 2, s, lse_opts(), ws); }, "workspace: plan_bytes is 1024 without a plan_data");
+  ws.plan_data = bytes.data() + 2048;  // adjacent: fine
+  EXPECT_NO_THROW(w.plan(qo, kv, 2, s, lse_opts(), ws));
+}
+
 TEST(Validation, MixedDevicesAndGpuAlignment) {
   std::vector<uint16_t> host(64);
   TensorView t = TensorView::contiguous(host.data(), DType::kF16, {2, 4, 8});

@@ -89,5 +89,48 @@ TEST(WorkspaceClaim, AForgottenCaptureFreesTheNewPlansBytes) {
   EXPECT_NO_THROW(check_workspace_free(at(0x500000, 4096), kOwnerB));
 }
 
+// A workspace with plan_data: the arrays there, scratch in `data`.
+Workspace split(std::uintptr_t arrays, std::size_t array_bytes, std::uintptr_t scratch, std::size_t scratch_bytes) {
+  Workspace ws = at(scratch, scratch_bytes);
+  ws.plan_data = reinterpret_cast<void*>(arrays);
+  ws.plan_bytes = array_bytes;
+  return ws;
+}
+
+TEST(WorkspaceClaim, PlansShareScratchBesideTheirOwnArrays) {
+  const std::uintptr_t scratch = 0x600000;
+  auto a = claim_workspace(split(0x700000, 4096, scratch, 1 << 16), kOwnerA, false);
+  auto b = claim_workspace(split(0x710000, 4096, scratch, 1 << 16), kOwnerB, false);
+  auto c = claim_workspace(split(0x720000, 4096, scratch + 512, 1024), nullptr, false);  // a single_prefill
+  EXPECT_FALSE(a->revoked);
+  EXPECT_FALSE(b->revoked);
+  EXPECT_NO_THROW(check_claim(a.get()));
+  // Arrays put into the shared scratch revoke every plan whose runs write there ...
+  auto d = claim_workspace(at(scratch + 4096, 256), kOwnerB, false);
+  EXPECT_TRUE(a->revoked);
+  EXPECT_TRUE(b->revoked);
+  EXPECT_FALSE(c->revoked);  // its scratch ends before them
+  EXPECT_THROW(check_claim(b.get()), Error);
+  // ... and scratch over a plan's arrays revokes that plan; overlapping scratch does not.
+  auto e = claim_workspace(split(0x730000, 4096, scratch, 1 << 16), kOwnerA, false);
+  EXPECT_TRUE(d->revoked);
+  EXPECT_FALSE(c->revoked);
+  EXPECT_FALSE(e->revoked);
+  // Its own arrays' buffer is still claimed whole: a plan over it revokes it.
+  auto f = claim_workspace(split(0x730000 + 1024, 64, scratch + (1 << 20), 64), kOwnerB, false);
+  EXPECT_TRUE(e->revoked);
+  EXPECT_FALSE(f->revoked);
+}
+
+TEST(WorkspaceClaim, ACapturedPlanSharesItsScratchButNotItsArrays) {
+  const std::uintptr_t scratch = 0x800000;
+  auto a = claim_workspace(split(0x900000, 4096, scratch, 1 << 16), kOwnerA, true);
+  EXPECT_NO_THROW(check_workspace_free(split(0x910000, 4096, scratch, 1 << 16), kOwnerB));
+  EXPECT_THROW(check_workspace_free(split(0x900000 + 64, 64, scratch + (1 << 20), 64), kOwnerB), Error);
+  EXPECT_THROW(check_workspace_free(at(scratch + 128, 64), kOwnerB), Error);          // arrays into its scratch
+  EXPECT_THROW(check_workspace_free(split(0x920000, 64, 0x900000, 64), kOwnerB), Error);  // scratch over its arrays
+  EXPECT_FALSE(a->revoked);
+}
+
 }  // namespace
 }  // namespace flashband::detail

@@ -17,6 +17,7 @@
 #include "backends/cudnn/workspace_layout.h"
 #include "flashband/error.h"
 #include "plan/plan.h"
+#include "plan/workspace_regions.h"
 
 namespace flashband::cudnn_backend {
 
@@ -121,10 +122,42 @@ std::vector<int32_t> stage_indices(const detail::Plan& plan, const GraphKey& key
   return s;
 }
 
-char* aligned_base(const Workspace& ws) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(ws.data);
+char* aligned_base(void* data) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(data);
   const std::uintptr_t aligned = (addr + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
-  return static_cast<char*>(ws.data) + (aligned - addr);
+  return static_cast<char*>(data) + (aligned - addr);
+}
+
+// Where the index block and cuDNN's workspace go: one after the other in `data`, or the
+// block in plan_data and cuDNN's workspace (scratch of one run) in `data`.
+struct Placement {
+  char* index_base = nullptr;
+  char* cudnn_base = nullptr;
+  bool fits = false;
+  std::string need;
+};
+
+Placement place(const WorkspaceLayout& l, const Workspace& ws) {
+  Placement at;
+  if (ws.plan_data == nullptr) {
+    const std::size_t need = required_bytes(l);
+    at.fits = need == 0 || (ws.data != nullptr && ws.bytes >= need);
+    at.need = std::to_string(need) + " bytes";
+    if (need > 0 && at.fits) {
+      at.index_base = aligned_base(ws.data);
+      at.cudnn_base = at.index_base + l.cudnn;
+    }
+    return at;
+  }
+  const std::size_t index_need = l.index_bytes > 0 ? l.index_bytes + kWorkspaceAlign - 1 : 0;
+  const std::size_t cudnn_need = l.cudnn_bytes > 0 ? l.cudnn_bytes + kWorkspaceAlign - 1 : 0;
+  at.fits = ws.plan_bytes >= index_need && (cudnn_need == 0 || (ws.data != nullptr && ws.bytes >= cudnn_need));
+  at.need = std::to_string(index_need) + " bytes of plan_data and " + std::to_string(cudnn_need) + " bytes of data";
+  if (at.fits) {
+    if (index_need > 0) at.index_base = aligned_base(ws.plan_data);
+    if (cudnn_need > 0) at.cudnn_base = aligned_base(ws.data);
+  }
+  return at;
 }
 
 }  // namespace
@@ -206,15 +239,15 @@ void plan_cudnn(Plan& plan, const Workspace& workspace) {
     check_version_for(key);
     state->graph = cached_graph(key);
     const WorkspaceLayout l = workspace_layout(key, static_cast<std::size_t>(state->graph->workspace_bytes));
-    const std::size_t need = required_bytes(l);
-    if (need > 0 && (workspace.data == nullptr || workspace.bytes < need)) {
+    const Placement at = place(l, workspace);
+    if (!at.fits) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "backend 'cudnn' needs a workspace of " + std::to_string(need) + " bytes (" +
-                      std::to_string(l.index_bytes) + " for index arrays, " + std::to_string(l.cudnn_bytes) +
-                      " for cuDNN), got " + std::to_string(workspace.bytes));
+                  "workspace: backend 'cudnn' needs " + at.need + " (" + std::to_string(l.index_bytes) +
+                      " for index arrays, " + std::to_string(l.cudnn_bytes) + " for cuDNN), " +
+                      WorkspaceRegions(workspace).got());
     }
-    if (need > 0) {
-      char* base = aligned_base(workspace);
+    if (at.index_base != nullptr || at.cudnn_base != nullptr) {
+      char* base = at.index_base;
       auto ptr = [&](std::size_t off) {
         return off == kAbsent ? nullptr : reinterpret_cast<int32_t*>(base + off);
       };
@@ -227,7 +260,7 @@ void plan_cudnn(Plan& plan, const Workspace& workspace) {
       state->ragged_v = ptr(l.ragged_v);
       state->page_table = ptr(l.page_table);
       state->page_table_x2 = ptr(l.page_table_x2);
-      state->cudnn_workspace = l.cudnn_bytes > 0 ? base + l.cudnn : nullptr;
+      state->cudnn_workspace = l.cudnn_bytes > 0 ? at.cudnn_base : nullptr;
       state->cudnn_workspace_bytes = l.cudnn_bytes;
       if (l.index_bytes > 0) {
         state->staging = stage_indices(plan, key, l);

@@ -20,7 +20,7 @@ std::size_t sm80_page_index_bytes(int64_t num_page_indices) {
   return cuda::align_up(static_cast<std::size_t>(std::max<int64_t>(num_page_indices, 0)) * sizeof(int32_t));
 }
 
-std::size_t sm80_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+std::size_t sm80_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads) {
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
   // qo_indptr, kv_indptr, kv_lens, last_page_len.
   const std::size_t indices = 4 * cuda::align_up((b + 1) * sizeof(int32_t));
@@ -30,9 +30,14 @@ std::size_t sm80_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   const int64_t unsplit_items = rows / 16 + static_cast<int64_t>(b) * num_qo_heads;
   const int64_t items = std::max(unsplit_items, kMaxSplitWorkItems);
   const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
+  return indices + work;
+}
+
+std::size_t sm80_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+  const int64_t rows = std::max<int64_t>(max_qo_tokens, 0) * num_qo_heads;
   const int64_t row_splits = std::min(rows * kMaxKVSplits, kMaxPartialRowSplits);
   const std::size_t partials = cuda::align_up(static_cast<std::size_t>(row_splits) * (head_dim + 1) * sizeof(float));
-  return indices + work + partials;
+  return sm80_plan_bytes(max_batch, max_qo_tokens, num_qo_heads) + partials;
 }
 
 }  // namespace sm80
@@ -48,7 +53,8 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   a.scratch_bytes = 0;
 
   // No workspace: a single contiguous request runs from params alone (request.h).
-  if (workspace.data == nullptr || workspace.bytes == 0) {
+  const WorkspaceRegions regions(workspace);
+  if (regions.empty()) {
     if (plan.batch == 1 && a.kv_storage == core::KVStorage::kContiguous) {
       (void)sm80::tile_shape(sm80::planned_shape(plan), a.head_dim);  // names an unsupported head_dim
       a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
@@ -60,8 +66,8 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   }
 
   const sm80::WorkPlan wp =
-      sm80::make_work_plan(plan, cuda::multiprocessor_count(plan.shape.device_id), workspace.bytes);
-  auto* base = static_cast<unsigned char*>(workspace.data);
+      sm80::make_work_plan(plan, cuda::multiprocessor_count(plan.shape.device_id), regions);
+  unsigned char* base = regions.arrays();
   cuda::upload_async(base, wp.blob, a.stream);
   auto at = [&](std::size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
   const bool paged = a.kv_storage == core::KVStorage::kPaged;
@@ -74,7 +80,7 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   a.num_work_items = static_cast<int>(wp.work.size());
   a.num_kv_splits = wp.num_kv_splits;
   if (wp.num_kv_splits > 1) {
-    a.scratch = base + wp.scratch_offset;
+    a.scratch = regions.scratch(wp.blob.size());
     a.scratch_bytes = wp.scratch_bytes;
   }
 }

@@ -25,6 +25,12 @@ dispatch::KernelShape planned_shape(const detail::Plan& plan) {
 }
 
 WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t workspace_bytes) {
+  Workspace bytes_only;
+  bytes_only.bytes = workspace_bytes;
+  return make_work_plan(plan, sm_count, detail::WorkspaceRegions(bytes_only));
+}
+
+WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::WorkspaceRegions& workspace) {
   const core::AttentionParams& a = plan.params;
   WorkPlan wp;
   wp.tile = tile_shape(planned_shape(plan), a.head_dim);
@@ -64,13 +70,12 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t work
   auto partials = [&](int s) {
     return s > 1 ? cuda::align_up(static_cast<std::size_t>(rows) * s * (a.head_dim + 1) * sizeof(float)) : 0;
   };
-  auto needed = [&](int s) {
-    return index_bytes + cuda::align_up(static_cast<std::size_t>(items) * s * sizeof(WorkItem)) + partials(s);
+  auto arrays = [&](int s) {
+    return index_bytes + cuda::align_up(static_cast<std::size_t>(items) * s * sizeof(WorkItem));
   };
-  if (needed(1) > workspace_bytes)
-    throw Error(ErrorCode::kInvalidArgument, "workspace: got " + std::to_string(workspace_bytes) +
-                                                 " bytes, this sm80 plan needs at least " + std::to_string(needed(1)) +
-                                                 " (index arrays and work list)");
+  if (!workspace.fits(arrays(1), 0))
+    throw Error(ErrorCode::kInvalidArgument, "workspace: " + workspace.got() + ", this sm80 plan needs at least " +
+                                                 workspace.need(arrays(1), 0) + " (index arrays and work list)");
 
   SplitInputs in;
   in.items = items;
@@ -81,7 +86,8 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t work
   int64_t max_splits = kMaxKVSplits;
   if (items > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxSplitWorkItems / items));
   if (rows > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxPartialRowSplits / rows));
-  while (max_splits > 1 && needed(static_cast<int>(max_splits)) > workspace_bytes) --max_splits;
+  while (max_splits > 1 && !workspace.fits(arrays(static_cast<int>(max_splits)), partials(static_cast<int>(max_splits))))
+    --max_splits;
   in.max_splits = static_cast<int>(max_splits);
   const int S = choose_kv_splits(in);
   wp.num_kv_splits = S;

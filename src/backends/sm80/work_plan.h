@@ -9,6 +9,7 @@
 #include "backends/sm80/tile_config.h"
 #include "backends/sm80/work.h"
 #include "plan/plan.h"
+#include "plan/workspace_regions.h"
 
 namespace flashband::sm80 {
 
@@ -20,13 +21,16 @@ struct WorkPlan {
   std::size_t off_work = 0;
   std::vector<WorkItem> work;  // the list in launch order (also inside blob)
   int num_kv_splits = 1;
-  std::size_t scratch_offset = 0;  // split-KV partials, when num_kv_splits > 1
+  std::size_t scratch_offset = 0;  // split-KV partials in a one-buffer workspace, when num_kv_splits > 1
   std::size_t scratch_bytes = 0;   // what the partials need
 };
 
 // Plans `plan` (host fields and params' semantics filled; kernel selected) for a GPU with
-// `sm_count` multiprocessors and a workspace of `workspace_bytes`. Throws
-// Error(kInvalidArgument) naming the workspace when even the index arrays do not fit.
+// `sm_count` multiprocessors and the room `workspace` offers: splits only as far as their
+// partial states fit beside the arrays. Throws Error(kInvalidArgument) naming the workspace
+// when even the index arrays and the unsplit work list do not fit.
+WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::WorkspaceRegions& workspace);
+// The same for `workspace_bytes` in one buffer.
 WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, std::size_t workspace_bytes);
 
 // The kernel shape plan_sm80 plans for (the selected kernel's, else from the op).

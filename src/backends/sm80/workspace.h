@@ -11,6 +11,9 @@ namespace flashband::sm80 {
 // with Error(kInvalidArgument) naming the bytes it needs only when the arrays alone do not
 // fit.
 std::size_t sm80_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim);
+// The index arrays and the work list alone: what a separate Workspace::plan_data needs
+// (plus sm80_page_index_bytes).
+std::size_t sm80_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads);
 std::size_t sm80_page_index_bytes(int64_t num_page_indices);
 
 }  // namespace flashband::sm80

@@ -20,6 +20,7 @@
 #include "backends/sm90/work_list.h"
 #include "flashband/error.h"
 #include "plan/plan.h"
+#include "plan/workspace_regions.h"
 
 namespace flashband {
 
@@ -38,13 +39,12 @@ std::size_t sm90_page_index_bytes(int64_t num_page_indices) {
   return cuda::align_up(static_cast<std::size_t>(std::max<int64_t>(num_page_indices, 0)) * sizeof(int32_t));
 }
 
-std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+std::size_t sm90_plan_bytes(int max_batch, int64_t max_qo_tokens, int head_dim) {
   // The plan may take either tile variant (use_wide_tiles): the shorter query tile gives the
-  // most work items, the taller one the most rows per split unit.
+  // most work items.
   const TileShape narrow = tile_shape(head_dim, false), wide = tile_shape(head_dim, true);
   if (narrow.block_m == 0) return 0;
   const int min_block_m = std::min(narrow.block_m, wide.block_m);
-  const int max_block_m = std::max(narrow.block_m, wide.block_m);
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
   const std::size_t indices = 3 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up(b * sizeof(int32_t));
   // Unsplit: one item per query tile (one extra per request for ragged ends). Split: the
@@ -54,10 +54,18 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   const int64_t unsplit_items = max_qo_tokens / min_block_m + static_cast<int64_t>(b);
   const int64_t items = std::max<int64_t>(unsplit_items, kMaxMultiprocessors);
   const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
-  // Split partial states: (token, head) rows x splits <= units x splits x kBlockM.
+  return indices + work;
+}
+
+std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
+  const TileShape narrow = tile_shape(head_dim, false), wide = tile_shape(head_dim, true);
+  if (narrow.block_m == 0) return 0;
+  // Split partial states: (token, head) rows x splits <= units x splits x kBlockM, with the
+  // taller tile giving the most rows per unit.
+  const int max_block_m = std::max(narrow.block_m, wide.block_m);
   const int64_t row_splits = std::min<int64_t>(max_qo_tokens * num_qo_heads * kMaxKVSplits,
                                                static_cast<int64_t>(kMaxMultiprocessors) * max_block_m);
-  return indices + work + partial_bytes(row_splits, head_dim);
+  return sm90_plan_bytes(max_batch, max_qo_tokens, head_dim) + partial_bytes(row_splits, head_dim);
 }
 
 bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
@@ -125,7 +133,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.num_qo_heads = H;
   in.num_sms = num_sms;
 
-  const bool have_workspace = workspace.data != nullptr && workspace.bytes > 0;
+  const WorkspaceRegions regions(workspace);
+  const bool have_workspace = !regions.empty();
   const bool wide =
       sm90::plan_wide_tiles(in, a.head_dim, runtime_mask, paged, tma_pages, have_workspace ? sm90::kMaxKVSplits : 1);
   const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
@@ -182,22 +191,21 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   }
   const std::size_t index_bytes = cuda::align_up(blob.size());
   const int64_t rows = a.total_qo_tokens * H;
-  auto needed = [&](int s) {
-    const std::size_t work = cuda::align_up(static_cast<std::size_t>(query_tiles) * s * sizeof(sm90::WorkItem));
-    return index_bytes + work + (s > 1 ? sm90::partial_bytes(rows * s, a.head_dim) : 0);
+  auto arrays = [&](int s) {
+    return index_bytes + cuda::align_up(static_cast<std::size_t>(query_tiles) * s * sizeof(sm90::WorkItem));
   };
-  if (needed(1) > workspace.bytes)
-    throw Error(ErrorCode::kInvalidArgument, "workspace: got " + std::to_string(workspace.bytes) +
-                                                 " bytes, this sm90 plan needs at least " + std::to_string(needed(1)) +
-                                                 " (index arrays and work list)");
+  auto partials = [&](int s) { return s > 1 ? sm90::partial_bytes(rows * s, a.head_dim) : 0; };
+  if (!regions.fits(arrays(1), 0))
+    throw Error(ErrorCode::kInvalidArgument, "workspace: " + regions.got() + ", this sm90 plan needs at least " +
+                                                 regions.need(arrays(1), 0) + " (index arrays and work list)");
 
   int max_splits = sm90::kMaxKVSplits;
-  while (max_splits > 1 && needed(max_splits) > workspace.bytes) --max_splits;
+  while (max_splits > 1 && !regions.fits(arrays(max_splits), partials(max_splits))) --max_splits;
   const int S = sm90::splits_by_makespan(in, sm90::wave_splits(in, max_splits, sm90::kMinKVTilesPerSplit), max_splits,
                                          sm90::kMinKVTilesPerSplit, sm90::split_merge_steps(a.head_dim));
   in.num_splits = S;
 
-  auto* base = static_cast<unsigned char*>(workspace.data);
+  unsigned char* base = regions.arrays();
   auto at = [&](std::size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
   a.qo_indptr = at(off_qo);
   a.kv_indptr = at(off_kv);
@@ -221,12 +229,12 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   a.num_kv_splits = S;
   state->num_splits = S;
   if (S > 1) {
-    const std::size_t off_o = cuda::align_up(blob.size());
+    unsigned char* scratch = regions.scratch(blob.size());
     const std::size_t o_bytes = cuda::align_up(static_cast<std::size_t>(rows) * S * a.head_dim * sizeof(float));
-    state->partial_o = reinterpret_cast<float*>(base + off_o);
-    state->partial_lse = reinterpret_cast<float*>(base + off_o + o_bytes);
-    a.scratch = base + off_o;
-    a.scratch_bytes = workspace.bytes - off_o;
+    state->partial_o = reinterpret_cast<float*>(scratch);
+    state->partial_lse = reinterpret_cast<float*>(scratch + o_bytes);
+    a.scratch = scratch;
+    a.scratch_bytes = regions.scratch_room(blob.size());
   }
 }
 

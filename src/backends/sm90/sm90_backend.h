@@ -17,6 +17,9 @@ namespace flashband::sm90 {
 // (sm90_page_index_bytes). A plan that finds less room uses fewer KV splits, and fails with
 // Error(kInvalidArgument) naming the bytes it needs only when the arrays alone do not fit.
 std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim);
+// The index arrays and the work list alone: what a separate Workspace::plan_data needs
+// (plus sm90_page_index_bytes).
+std::size_t sm90_plan_bytes(int max_batch, int64_t max_qo_tokens, int head_dim);
 std::size_t sm90_page_index_bytes(int64_t num_page_indices);
 
 // Limits that bound the split-KV part of sm90_workspace_bytes.
