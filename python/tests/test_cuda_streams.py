@@ -40,6 +40,19 @@ def reference(batch):
     return torch.cat(outs).cpu().numpy()
 
 
+def capture(plan_it, run_it):
+    """Plans and runs once on a side stream, then captures run_it there: (graph, stream)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        plan_it()
+        run_it()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        run_it()
+    return graph, stream
+
+
 def require(backend, op, page_size=16):
     answer = flashband.supports(op, backend=backend, dtype=DTYPE, device="cuda", head_dim=128,
                                 num_qo_heads=8, num_kv_heads=2, page_size=page_size)
@@ -180,14 +193,7 @@ def test_wrappers_sharing_a_workspace(backend):
     batch, paged = problems[0]
     q, cache = inputs(batch, paged)
     out = torch.empty_like(q)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        plan(wrappers[0], paged)
-        wrappers[0].run(q, cache, out=out)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        wrappers[0].run(q, cache, out=out)
+    graph, stream = capture(lambda: plan(wrappers[0], paged), lambda: wrappers[0].run(q, cache, out=out))
     with torch.cuda.stream(stream):
         for i in (1, 2):
             plan(wrappers[i], problems[i][1])
@@ -230,14 +236,7 @@ def test_wrappers_sharing_an_int_workspace(backend):
     batch, paged = problems[0]
     q, cache = to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
     out = torch.empty_like(q)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        plan(wrappers[0], paged)
-        wrappers[0].run(q, cache, out=out)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        wrappers[0].run(q, cache, out=out)
+    graph, stream = capture(lambda: plan(wrappers[0], paged), lambda: wrappers[0].run(q, cache, out=out))
     with pytest.raises(flashband.InvalidArgumentError, match="CUDA graph"):
         plan(wrappers[1], problems[1][1])
     with torch.cuda.stream(stream):

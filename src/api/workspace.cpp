@@ -22,8 +22,11 @@ namespace {
 constexpr std::size_t kCudnnGraphSlack = std::size_t{16} << 20;
 }  // namespace
 
-std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
-                                  Device device, int64_t max_page_indices) {
+// Parameters a build without some backend does not read.
+#define FB_MAYBE [[maybe_unused]]
+
+std::size_t batch_workspace_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
+                                  FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices) {
   if (device == Device::kCPU) return 0;  // the cpu backend reads the plan's host arrays
   std::size_t bytes = 0;
 #if FLASHBAND_WITH_SM80
@@ -38,16 +41,12 @@ std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_
   const int width = static_cast<int>(std::min<int64_t>(2 * max_page_indices, 1 << 30));
   bytes = std::max(bytes, cudnn_backend::cudnn_workspace_bytes(max_batch, width, kCudnnGraphSlack));
 #endif
-  (void)max_batch;
-  (void)max_qo_tokens;
-  (void)num_qo_heads;
-  (void)head_dim;
-  (void)max_page_indices;
   return bytes;
 }
 
-std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim, Device device,
-                             int64_t max_page_indices, int64_t max_request_pages) {
+std::size_t batch_plan_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
+                             FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices,
+                             FB_MAYBE int64_t max_request_pages) {
   if (device == Device::kCPU) return 0;
   std::size_t bytes = 0;
 #if FLASHBAND_WITH_SM80
@@ -64,13 +63,9 @@ std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_he
   const int width = static_cast<int>(std::min<int64_t>(2 * pages, 1 << 30));
   bytes = std::max(bytes, cudnn_backend::cudnn_workspace_bytes(max_batch, width, 0));
 #endif
-  (void)max_batch;
-  (void)max_qo_tokens;
-  (void)num_qo_heads;
-  (void)head_dim;
-  (void)max_page_indices;
-  (void)max_request_pages;
   return bytes;
 }
+
+#undef FB_MAYBE
 
 }  // namespace flashband
