@@ -160,6 +160,15 @@ void check_work_plan(const Problem& pr, int sm_count) {
   EXPECT_EQ(0, std::memcmp(wp.blob.data() + wp.off_work, wp.work.data(), wp.work.size() * sizeof(WorkItem)));
   if (S > 1) EXPECT_LE(wp.scratch_offset + wp.scratch_bytes, bound);
   EXPECT_LE(wp.blob.size(), bound);
+  // plan_data of sm80_plan_bytes holds the arrays of the same plan, its splits included.
+  Workspace separate;
+  separate.plan_data = reinterpret_cast<void*>(std::uintptr_t{1} << 40);  // never dereferenced
+  separate.plan_bytes = sm80_plan_bytes(plan.batch, plan.params.total_qo_tokens, pr.hq) +
+                        sm80_page_index_bytes(static_cast<int64_t>(plan.page_indices.size()));
+  separate.bytes = bound;
+  const WorkPlan beside = make_work_plan(plan, sm_count, detail::WorkspaceRegions(separate));
+  EXPECT_EQ(beside.num_kv_splits, S);
+  EXPECT_LE(beside.blob.size(), separate.plan_bytes);
 
   // Every (request, head, row tile, split) exactly once; splits cover each row tile's span.
   const int group = pr.hq / pr.hk;

@@ -700,6 +700,7 @@ TEST(Sm90WorkList, WorkspaceCoversEitherQueryTile) {
       const TileShape t = tile_shape(D, wide);
       const std::size_t items = static_cast<std::size_t>(tokens / t.block_m) * sizeof(WorkItem);
       EXPECT_GE(bytes, items) << D << wide;
+      EXPECT_GE(sm90_plan_bytes(1, tokens, D), items) << D << wide;  // plan_data alone
       EXPECT_GE(bytes, static_cast<std::size_t>(kMaxMultiprocessors) * t.block_m * (D + 1) * sizeof(float))
           << D << wide;
     }
