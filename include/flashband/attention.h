@@ -45,8 +45,9 @@ std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_
                                   int head_dim, Device device, int64_t max_page_indices = 0);
 
 // Upper bound of the plan's arrays for these maxima: what Workspace::plan_data needs.
-// max_request_pages: pages of the longest request (cuDNN's page table is that wide, rounded
-// up to a power-of-two length); -1 bounds it by max_page_indices.
+// max_request_pages: pages of the longest request (cuDNN's page table holds up to twice as
+// many per request: its longest length rounded up to a power of two); -1 bounds it by
+// max_page_indices.
 std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
                              Device device, int64_t max_page_indices = 0, int64_t max_request_pages = -1);
 

@@ -59,6 +59,7 @@ class BatchWrapperBase:
         self._workspace = float_workspace_buffer
         self._int_workspace: Any = None   # given to reset_workspace_buffer: used as it is
         self._plan_buffer: Any = None     # else this wrapper's own, grown as plans need
+        self._retired: list = []          # outgrown ones a captured graph may still read
         self._native = self._native_class()
         self._plan_args: Optional[tuple] = None
         self._plan_sizes: Tuple[int, ...] = ()
@@ -83,6 +84,7 @@ class BatchWrapperBase:
         keeps its own."""
         self._workspace = float_workspace_buffer
         self._int_workspace = int_workspace_buffer
+        self._plan_buffer, self._retired = None, []
         self._native = self._native_class()
         self._plan_args = None
 
@@ -106,7 +108,7 @@ class BatchWrapperBase:
         self._plan_sizes = sizes
         try:
             self._plan_now(return_lse)
-        except FlashbandError as e:
+        except Exception as e:  # also an allocation that failed before the native plan
             if not _installed_anyway(e):  # the native object kept its previous plan
                 (self._plan_args, self._semantics, self._num_qo_heads,
                  self._plan_sizes) = previous
@@ -115,20 +117,33 @@ class BatchWrapperBase:
     def _plan_workspace(self) -> Any:
         """Where the plan's arrays go: the int_workspace_buffer given, else a buffer of this
         wrapper's own, replaced by a larger one when a plan needs more (so a plan that grows
-        it cannot keep a CUDA graph's capture; pass int_workspace_buffer to fix the size)."""
+        it cannot keep a CUDA graph's capture; pass int_workspace_buffer to fix the size).
+        A float workspace of another framework than torch or CuPy gets no buffer of its own:
+        the arrays go into it, as in the C++ API without plan_data, and it cannot be shared."""
         if self._int_workspace is not None:
             return self._int_workspace
         kind, _ = fw.device_of(self._workspace)
-        if kind == "cpu":
+        if kind == "cpu" or fw.kind(self._workspace) not in ("torch", "cupy"):
             return None  # the cpu backend keeps a plan's arrays on the host
         batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
         need = int(_C.batch_plan_bytes(batch, qo_tokens, self._num_qo_heads, head_dim, kind,
                                        page_indices, request_pages))
         have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])
-        if need > have:
-            self._plan_buffer = fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),),
-                                         "uint8")
-        return self._plan_buffer
+        if need <= have:
+            return self._plan_buffer
+        return fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),), "uint8")
+
+    def _keep(self, plan_workspace: Any) -> None:
+        """The native plan now reads plan_workspace: a new buffer of the wrapper's own replaces
+        the old one only now, so a refused plan leaves the previous plan's arrays alive.
+        With use_cuda_graph the old one stays alive too: a graph captured over it may still
+        be replayed (wrongly, after the refusal that growing it brings) but never reads
+        freed memory."""
+        if plan_workspace is None or plan_workspace is self._plan_buffer or plan_workspace is self._int_workspace:
+            return
+        if self._use_cuda_graph and self._plan_buffer is not None:
+            self._retired.append(self._plan_buffer)
+        self._plan_buffer = plan_workspace
 
     def _plan_now(self, return_lse: bool) -> None:
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
@@ -141,8 +156,10 @@ class BatchWrapperBase:
                                   None if plan_workspace is None else fw.native(plan_workspace))
             except FlashbandError as e:
                 if _installed_anyway(e):
+                    self._keep(plan_workspace)
                     self._planned_lse = return_lse
                 raise
+        self._keep(plan_workspace)
         self._planned_lse = return_lse
 
     def _run(self, q: Any, out: Any, lse: Any, return_lse: bool,

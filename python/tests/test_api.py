@@ -217,6 +217,28 @@ def test_a_refused_plan_leaves_the_previous_one():
     assert lse.shape == (8, 4) and np.abs(lse - ref_lse).max() < 1e-3
 
 
+def test_a_plan_that_fails_before_the_native_plan_leaves_the_previous_one(monkeypatch):
+    """An error before the native plan (allocating the int workspace) restores the previous
+    arguments too: a run that asks for LSE re-plans the previous problem."""
+    rng = np.random.default_rng(9)
+    batch = Ragged(rng, [3, 5], [4, 9], 4, 2, D)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+
+    def out_of_memory():
+        raise MemoryError("int workspace")
+
+    monkeypatch.setattr(w, "_plan_workspace", out_of_memory)
+    with pytest.raises(MemoryError):
+        w.plan(batch.qo_indptr, batch.kv_indptr, 8, 4, D, q_data_type="float32")
+    monkeypatch.undo()
+    q, k, v = (x.astype(np.float32) for x in (batch.q, batch.k, batch.v))
+    out, lse = w.run(q, k, v, return_lse=True)
+    ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert lse.shape == (8, 4) and np.abs(lse - ref_lse).max() < 1e-3
+
+
 def test_the_int_workspace_reaches_the_native_plan():
     """reset_workspace_buffer's int_workspace_buffer holds the plans' arrays (plan_data): one
     that overlaps the float workspace is refused by name, one beside it plans and runs."""

@@ -246,6 +246,30 @@ def test_wrappers_sharing_an_int_workspace(backend):
     assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
 
 
+def test_a_refused_plan_keeps_the_int_workspace():
+    """A plan that would outgrow the wrapper's own int workspace but is refused leaves the
+    previous plan's buffer, and so its arrays, alive: the next run computes the previous
+    problem. reset_workspace_buffer drops the buffer."""
+    require("auto", "paged_decode")
+    batch, paged = decode_problem(2)
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws)
+    w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16, q_data_type=DTYPE,
+           num_pages=paged.num_pages)
+    kept = w._plan_buffer
+    assert kept is not None and kept.numel() >= 8 << 20
+    many = np.zeros(3 << 20, np.int32)  # 12 MB of page indices: past the buffer
+    with pytest.raises(flashband.InvalidArgumentError, match="last_page_len"):
+        w.plan(np.array([0, len(many)], np.int32), many, np.array([0], np.int32), 8, 2, 128, 16,
+               q_data_type=DTYPE, num_pages=paged.num_pages)
+    assert w._plan_buffer is kept
+    out = w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)))
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+    w.reset_workspace_buffer(ws)
+    assert w._plan_buffer is None
+
+
 def test_single_prefill_on_a_side_stream():
     require("auto", "single_prefill", page_size=0)
     rng = np.random.default_rng(3)

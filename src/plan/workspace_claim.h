@@ -29,12 +29,13 @@ struct WorkspaceClaim {
 };
 
 // Before a plan by `owner` (a batch object's token, null for single_prefill) writes `ws`:
-// throws when a run that a CUDA graph captured for another object reads bytes of it. The
+// throws when its claim would conflict with a run that a CUDA graph captured for another
+// object. The
 // claim of a captured run binds for as long as its object keeps the capture (until a plan()
 // of it is refused) and lives; a graph replayed after its object is gone is unprotected.
 void check_workspace_free(const Workspace& ws, const std::shared_ptr<const void>& owner);
 
-// After the plan wrote `ws`: revokes every claim overlapping it and returns the new one
+// After the plan wrote `ws`: revokes every claim conflicting with it and returns the new one
 // (null for an empty workspace). `captured`: a capture of this owner reads the new plan too.
 std::shared_ptr<WorkspaceClaim> claim_workspace(const Workspace& ws, const std::shared_ptr<const void>& owner,
                                                 bool captured);

@@ -7,7 +7,7 @@ std::size_t align_up(std::size_t n) { return (n + kRegionAlign - 1) / kRegionAli
 }  // namespace
 
 bool WorkspaceRegions::fits(std::size_t array_bytes, std::size_t scratch_bytes) const {
-  if (separate()) return array_bytes <= ws_.plan_bytes && scratch_bytes <= ws_.bytes;
+  if (separate()) return array_bytes <= ws_.plan_bytes && scratch_bytes <= scratch_room(0);
   if (scratch_bytes == 0) return array_bytes <= ws_.bytes;
   return align_up(array_bytes) + scratch_bytes <= ws_.bytes;
 }
@@ -18,7 +18,7 @@ unsigned char* WorkspaceRegions::scratch(std::size_t array_bytes) const {
 }
 
 std::size_t WorkspaceRegions::scratch_room(std::size_t array_bytes) const {
-  if (separate()) return ws_.bytes;
+  if (separate()) return ws_.data ? ws_.bytes : 0;  // bytes without data are no room
   const std::size_t taken = align_up(array_bytes);
   return ws_.bytes > taken ? ws_.bytes - taken : 0;
 }

@@ -163,6 +163,7 @@ void check_work_plan(const Problem& pr, int sm_count) {
   // plan_data of sm80_plan_bytes holds the arrays of the same plan, its splits included.
   Workspace separate;
   separate.plan_data = reinterpret_cast<void*>(std::uintptr_t{1} << 40);  // never dereferenced
+  separate.data = reinterpret_cast<void*>(std::uintptr_t{1} << 41);
   separate.plan_bytes = sm80_plan_bytes(plan.batch, plan.params.total_qo_tokens, pr.hq) +
                         sm80_page_index_bytes(static_cast<int64_t>(plan.page_indices.size()));
   separate.bytes = bound;
@@ -306,6 +307,7 @@ TEST(Sm80WorkPlan, PlanDataBoundsTheArraysAndDataTheSplits) {
     ws.plan_bytes = array_bytes;
     ws.bytes = scratch_bytes;
     ws.plan_data = reinterpret_cast<void*>(std::uintptr_t{1} << 40);  // never dereferenced
+    ws.data = reinterpret_cast<void*>(std::uintptr_t{1} << 41);
     return detail::WorkspaceRegions(ws);
   };
   // The same plan when each part has the room it needs: the arrays need not leave room for

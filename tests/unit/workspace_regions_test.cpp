@@ -39,9 +39,9 @@ TEST(WorkspaceRegions, PlanDataTakesTheArraysAndDataTheScratch) {
   EXPECT_FALSE(r.fits(301, 0));
   EXPECT_FALSE(r.fits(1, 1001));
   EXPECT_EQ(r.got(), "got 300 bytes of plan_data and 1000 bytes of data");
-  // No scratch given: plans fit only without it.
+  // No scratch given (bytes without data count as none): plans fit only without it.
   ws.data = nullptr;
-  ws.bytes = 0;
+  EXPECT_EQ(WorkspaceRegions(ws).scratch_room(0), 0u);
   EXPECT_TRUE(WorkspaceRegions(ws).fits(300, 0));
   EXPECT_FALSE(WorkspaceRegions(ws).fits(300, 1));
   EXPECT_TRUE(WorkspaceRegions(Workspace{}).empty());

@@ -62,7 +62,7 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
     }
     throw Error(ErrorCode::kInvalidArgument,
                 "workspace: got none, the sm80 backend needs a device workspace for batch plans (size it with "
-                "batch_workspace_bytes)");
+                "batch_workspace_bytes, or give plan_data of batch_plan_bytes beside it)");
   }
 
   const sm80::WorkPlan wp =

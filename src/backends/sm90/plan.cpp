@@ -177,7 +177,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
     }
     throw Error(ErrorCode::kInvalidArgument,
                 "workspace: got none, the sm90 backend needs a device workspace for batch and paged plans (size it "
-                "with batch_workspace_bytes)");
+                "with batch_workspace_bytes, or give plan_data of batch_plan_bytes beside it)");
   }
 
   cuda::IndexBlob blob;
