@@ -151,7 +151,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
     case EntryPoint::kPaged:
     case EntryPoint::kDecode: {
       pages = assign_pages(kv_lens, c.page_size, c.seed * 31 + 7);
-      const PagedCache host = pack_paged(c.dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D);
+      // cuDNN loads whole key tiles: rows past kv_len in its last page take a weight of 0.
+      const UnusedSlots unused =
+          c.backend == Backend::kCUDNN ? UnusedSlots::kFiniteInNamedPages : UnusedSlots::kNaN;
+      const PagedCache host = pack_paged(c.dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D, unused);
       // far_kv: `far` poison pages in front of the pool (every layout is page-major), and
       // every page index moved past them.
       const int64_t page_elems = int64_t{c.page_size} * Hk * D * (c.stacked_kv ? 2 : 1);

@@ -46,17 +46,17 @@ PageTable assign_pages(const std::vector<int>& kv_lens, int page_size, uint64_t 
 
 PagedCache pack_paged(DType dtype, KVLayout layout, bool stacked, const PageTable& pages,
                       const RequestRows& k_rows, const RequestRows& v_rows,
-                      const std::vector<int>& kv_lens, int num_kv_heads, int head_dim) {
+                      const std::vector<int>& kv_lens, int num_kv_heads, int head_dim, UnusedSlots unused) {
   const int Hk = num_kv_heads, D = head_dim, ps = pages.page_size;
   const int64_t page_elems = static_cast<int64_t>(ps) * Hk * D;
   const int64_t P = pages.num_pages;
   PagedCache c;
   c.stacked = stacked;
   c.k = HostArray(dtype, (stacked ? 2 : 1) * P * page_elems);
-  c.k.fill(kPoison);
+  c.k.fill_nan();
   if (!stacked) {
     c.v = HostArray(dtype, P * page_elems);
-    c.v.fill(kPoison);
+    c.v.fill_nan();
   }
   // Element offset of (page, slot, head, d) of K (which = 0) or V (which = 1).
   auto offset = [&](int which, int64_t page, int slot, int h, int d) -> int64_t {
@@ -65,6 +65,17 @@ PagedCache pack_paged(DType dtype, KVLayout layout, bool stacked, const PageTabl
     return stacked ? (page * 2 + which) * page_elems + in_page : page * page_elems + in_page;
   };
   for (std::size_t b = 0; b < kv_lens.size(); ++b) {
+    // The last page's slots past kv_len, where a backend may read them under a weight of 0.
+    const int used_slots = kv_lens[b] == 0 ? ps : (kv_lens[b] - 1) % ps + 1;
+    if (unused == UnusedSlots::kFiniteInNamedPages && used_slots < ps) {
+      const int64_t page = pages.indices[static_cast<std::size_t>(pages.indptr[b + 1] - 1)];
+      for (int slot = used_slots; slot < ps; ++slot)
+        for (int h = 0; h < Hk; ++h)
+          for (int d = 0; d < D; ++d) {
+            c.k.set(offset(0, page, slot, h, d), kPoison);
+            (stacked ? c.k : c.v).set(offset(1, page, slot, h, d), kPoison);
+          }
+    }
     for (int t = 0; t < kv_lens[b]; ++t) {
       const int64_t page = pages.indices[static_cast<std::size_t>(pages.indptr[b] + t / ps)];
       const int slot = t % ps;

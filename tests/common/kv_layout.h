@@ -32,9 +32,9 @@ struct PageTable {
 PageTable assign_pages(const std::vector<int>& kv_lens, int page_size, uint64_t seed);
 constexpr int kSparePages = 3;
 
-// Slots no request owns hold this finite value: a kernel that reads past a request's
-// tokens gets a huge logit or value and fails the comparison, while a kernel that loads a
-// whole page and masks correctly (p = 0 times a finite value) is unaffected.
+// A finite poison (UnusedSlots below): a kernel that reads it with a weight other than 0
+// gets a huge logit or value and fails the comparison, while a kernel that loads a whole
+// page and masks correctly (p = 0 times a finite value) is unaffected.
 constexpr double kPoison = 100.0;
 
 // A paged cache holding K and V: separate tensors [P, ps, Hk, D] (NHD) / [P, Hk, ps, D]
@@ -44,8 +44,18 @@ struct PagedCache {
   HostArray k;   // separate: K; stacked: the whole [P, 2, ...] tensor
   HostArray v;   // separate only
 };
+
+// What the slots no token occupies hold. Pages no request names are never read (README,
+// paged cache): they hold NaN, which any read shows, even one under a weight of 0. The
+// slots of a request's last page past its kv_len hold NaN too where the backend never
+// loads rows past kv_len (kNaN), or kPoison where it may load whole pages or key tiles
+// and weigh those rows 0 (kFiniteInNamedPages: cuDNN), which then shows any read with a
+// weight other than 0.
+enum class UnusedSlots { kNaN, kFiniteInNamedPages };
+
 PagedCache pack_paged(DType dtype, KVLayout layout, bool stacked, const PageTable& pages,
                       const RequestRows& k_rows, const RequestRows& v_rows,
-                      const std::vector<int>& kv_lens, int num_kv_heads, int head_dim);
+                      const std::vector<int>& kv_lens, int num_kv_heads, int head_dim,
+                      UnusedSlots unused = UnusedSlots::kNaN);
 
 }  // namespace flashband::testing
