@@ -31,6 +31,9 @@ struct ProblemDesc {
   bool has_empty_rows = false;
   int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
   bool qo_longer_than_kv = false;  // some request has qo_len > kv_len
+  // Options::cuda_graph: runs are replayed in CUDA graphs across plans. auto's order for
+  // paged decode follows it (dispatch/capability_table.cpp, auto_preference).
+  bool cuda_graph = false;
 };
 
 struct SupportAnswer {

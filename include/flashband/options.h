@@ -27,7 +27,8 @@ struct Options {
   // lengths that change the kernel's arguments, another batch size, a page past the captured
   // cache) throws instead; see plan/launch_signature.h and api/capture_guard.h. Without it a
   // captured run replays the plan it captured, valid only until the next plan() over its
-  // workspace. single_prefill refuses it (it plans every call).
+  // workspace. single_prefill refuses it (it plans every call). auto's paged decode takes
+  // cudnn with it and sm80 without (docs/semantics.md).
   bool cuda_graph = false;
 };
 

@@ -2,8 +2,9 @@
 
 plan() does all host work and, for GPU backends, copies the plan's arrays into the wrapper's
 int workspace (as FlashInfer does) on the current stream; run() only launches, with scratch
-in the float workspace, which wrappers may share. The native run() goes to the stream that plan() saw
-(the C++ run takes no stream), so plan and run on the same stream, as FlashInfer expects.
+in the float workspace, which wrappers may share. The native run() goes to the stream that
+plan() saw (the C++ run takes no stream), so plan and run on the same stream, as FlashInfer
+expects.
 The native library plans for LSE or not (Options.return_lse); when run() asks otherwise
 than the plan, the wrapper re-plans once with the saved host arrays.
 """
@@ -139,7 +140,9 @@ class BatchWrapperBase:
         With use_cuda_graph the old one stays alive too: a graph captured over it may still
         be replayed (wrongly, after the refusal that growing it brings) but never reads
         freed memory."""
-        if plan_workspace is None or plan_workspace is self._plan_buffer or plan_workspace is self._int_workspace:
+        if plan_workspace is None or plan_workspace is self._plan_buffer:
+            return
+        if plan_workspace is self._int_workspace:
             return
         if self._use_cuda_graph and self._plan_buffer is not None:
             self._retired.append(self._plan_buffer)

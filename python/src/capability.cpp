@@ -19,7 +19,8 @@ void bind_capability(nb::module_& m) {
           [](ProblemDesc* self, const std::string& op, const std::string& dtype,
              const std::string& device, int head_dim, int num_qo_heads, int num_kv_heads,
              bool causal, int window_left, bool soft_cap, bool return_lse,
-             const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows) {
+             const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows,
+             bool cuda_graph) {
             ProblemDesc p;
             p.op = parse_op(op);
             p.dtype = parse_dtype(dtype, "dtype");
@@ -35,13 +36,15 @@ void bind_capability(nb::module_& m) {
             p.page_size = page_size;
             p.device_id = device_id;
             p.has_empty_rows = has_empty_rows;
+            p.cuda_graph = cuda_graph;
             new (self) ProblemDesc(p);
           },
           nb::kw_only(), arg("op") = "single_prefill", arg("dtype") = "bfloat16",
           arg("device") = "cuda", arg("head_dim") = 128, arg("num_qo_heads") = 1,
           arg("num_kv_heads") = 1, arg("causal") = false, arg("window_left") = -1,
           arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
-          arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false)
+          arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false,
+          arg("cuda_graph") = false)
       .def("__repr__", [](const ProblemDesc& p) {
         return std::string("ProblemDesc(op='") + op_name(p.op) + "', dtype='" +
                dtype_name(p.dtype) + "', device='" + (p.device == Device::kCPU ? "cpu" : "cuda") +
@@ -53,7 +56,8 @@ void bind_capability(nb::module_& m) {
                (p.return_lse ? "True" : "False") + ", kv_layout='" + kv_layout_name(p.kv_layout) +
                "', page_size=" + std::to_string(p.page_size) + ", device_id=" +
                std::to_string(p.device_id) + ", has_empty_rows=" +
-               (p.has_empty_rows ? "True" : "False") + ")";
+               (p.has_empty_rows ? "True" : "False") + ", cuda_graph=" + (p.cuda_graph ? "True" : "False") +
+               ")";
       });
 
   nb::class_<SupportAnswer>(m, "SupportAnswer")

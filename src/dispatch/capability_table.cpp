@@ -100,10 +100,17 @@ const std::vector<CapabilityRow>& capability_table() {
   return table;
 }
 
-const std::vector<Backend>& auto_preference(Device device) {
+const std::vector<Backend>& auto_preference(const ProblemDesc& problem) {
   static const std::vector<Backend> host = {Backend::kCPU};
   static const std::vector<Backend> cuda = {Backend::kSM90, Backend::kCUDNN, Backend::kSM80};
-  return device == Device::kCPU ? host : cuda;
+  // cuDNN builds a graph for every new batch size and length bucket, ~40 ms of plan() each
+  // on the H200 (bench/plan_cost.py, session 53), where sm80's decode plans in ~0.1 ms and
+  // its kernel is 0.78x cuDNN's at batch 1 and level from 128. Eager decode, which re-plans
+  // every step over drifting batches, takes sm80; under cuda_graph the batch size is fixed,
+  // so the builds come once, and cuDNN replays across page growth where sm80 does not.
+  static const std::vector<Backend> eager_decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
+  if (problem.device == Device::kCPU) return host;
+  return problem.op == Op::kPagedDecode && !problem.cuda_graph ? eager_decode : cuda;
 }
 
 }  // namespace flashband::dispatch

@@ -51,7 +51,7 @@ struct CapabilityRow {
 
 const std::vector<CapabilityRow>& capability_table();
 
-// Backends in the order `auto` tries them on a device (fastest first).
-const std::vector<Backend>& auto_preference(Device device);
+// Backends in the order `auto` tries them for a problem (fastest first, counting plan()).
+const std::vector<Backend>& auto_preference(const ProblemDesc& problem);
 
 }  // namespace flashband::dispatch

@@ -202,7 +202,7 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
   std::vector<Selection> out;
   std::string reasons;
   for (Status wanted : {Status::kValidated, Status::kDeclared}) {
-    for (Backend b : auto_preference(p.device)) {
+    for (Backend b : auto_preference(p)) {
       Verdict v = check_backend(p, b, m, registry, table);
       if (v.ok && v.row->status == wanted) out.push_back({b, v.kernel, v.row->status});
       if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;

@@ -195,6 +195,44 @@ TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   EXPECT_THROW(select(cuda_problem(), Backend::kSM90, m, reg, table), Error);
 }
 
+TEST(Dispatch, AutoTakesSm80ForEagerDecodeAndCudnnUnderCudaGraphs) {
+  // cuDNN builds a graph per new batch size (~40 ms of plan()); eager decode re-plans over
+  // drifting batches, so it takes sm80; under cuda_graph cuDNN replays across page growth.
+  std::vector<CapabilityRow> table;
+  for (Op op : {Op::kPagedDecode, Op::kPagedPrefill})
+    for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
+      CapabilityRow r = row(b, true);
+      r.op = op;
+      table.push_back(r);
+    }
+  Registry reg;
+  for (Backend b : {Backend::kSM80, Backend::kCUDNN})
+    for (KernelShape shape : {KernelShape::kDecode, KernelShape::kPrefill}) {
+      VariantKey k;
+      k.backend = b;
+      k.shape = shape;
+      k.storage = core::KVStorage::kPaged;
+      k.head_dim = 128;
+      reg.add(k, fake_launch);
+    }
+  MachineInfo m = hopper();
+  m.cudnn_version = 91900;
+  ProblemDesc decode = cuda_problem();
+  decode.op = Op::kPagedDecode;
+  decode.page_size = 16;
+  EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
+  decode.cuda_graph = true;
+  EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kCUDNN);
+  // Prefill keeps cuDNN before sm80 either way.
+  ProblemDesc prefill = decode;
+  prefill.op = Op::kPagedPrefill;
+  prefill.cuda_graph = false;
+  EXPECT_EQ(select(prefill, Backend::kAuto, m, reg, table).backend, Backend::kCUDNN);
+  // An explicit backend is taken as asked.
+  decode.cuda_graph = false;
+  EXPECT_EQ(select(decode, Backend::kCUDNN, m, reg, table).backend, Backend::kCUDNN);
+}
+
 TEST(Dispatch, DeviceMismatchIsInvalidArgument) {
   ProblemDesc p = cuda_problem();
   p.device = Device::kCPU;
