@@ -3,7 +3,7 @@ drifts, every request grows by one token a step, new pages come from a shuffled 
 plan() that builds a cuDNN graph (a new batch size, a new power-of-two bucket of the longest
 request, a new num_pages) shows as a slow step; the others are host work and one copy.
 
-  python bench/plan_cost.py [--steps 200] [--backends cudnn,sm80] [--pool-pages 65536]
+  python bench/plan_cost.py [--steps 200] [--backends cudnn,sm80,auto] [--pool-pages 65536]
 
 Prints, per backend and with / without num_pages given to plan(): the median, 99th
 percentile and largest plan() time, the steps over 5 ms, and cuDNN graphs built (if known).
@@ -58,7 +58,7 @@ def measure(backend, steps, pool_pages, give_num_pages, seed):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--backends", default="cudnn,sm80")
+    p.add_argument("--backends", default="cudnn,sm80,auto")
     p.add_argument("--pool-pages", type=int, default=65536)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
