@@ -97,9 +97,14 @@ class BatchPrefillRagged {
   // copies the plan into the workspace on opts.stream.
   void plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
             const BatchShape& shape, const Options& opts, const Workspace& workspace);
-  // No allocation, no host synchronisation.
+  // No allocation, no host synchronisation. Launches on the plan's opts.stream, or in the
+  // second form on `stream` (a cudaStream_t; FlashInfer's run() takes the caller's current
+  // stream), which must be ordered after the plan's copies (plan() enqueues them on
+  // opts.stream). A graph that captures a run records it on the stream the run launches on.
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
               const TensorView& out, const TensorView* lse) const;
+  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
+              const TensorView& out, const TensorView* lse, void* stream) const;
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
@@ -132,6 +137,8 @@ class BatchPrefillPaged {
             const BatchShape& shape, const Options& opts, const Workspace& workspace);
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
@@ -148,6 +155,8 @@ class BatchDecodePaged {
             const Options& opts, const Workspace& workspace);
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
 
  private:
   std::shared_ptr<const detail::Plan> plan_;

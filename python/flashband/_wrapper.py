@@ -1,10 +1,11 @@
 """What the three batch wrappers share: the workspaces, plan bookkeeping and run().
 
 plan() does all host work and, for GPU backends, copies the plan's arrays into the wrapper's
-int workspace (as FlashInfer does) on the current stream; run() only launches, with scratch
-in the float workspace, which wrappers may share. The native run() goes to the stream that
-plan() saw (the C++ run takes no stream), so plan and run on the same stream, as FlashInfer
-expects.
+int workspace (as FlashInfer does) on the current stream; run() only launches, on the
+caller's current stream at run() (as FlashInfer's), with scratch in the float workspace,
+which wrappers may share. A run on another stream than its plan's must be ordered after the
+plan's copies (torch.cuda.graph's capture stream waits on the current one, so FlashInfer's
+pattern, plan outside the capture and run inside it, is).
 The native library plans for LSE or not (Options.return_lse); when run() asks otherwise
 than the plan, the wrapper re-plans once with the saved host arrays.
 """

@@ -120,7 +120,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2)."""
         n = fw.native
         return self._run(q, out, lse, return_lse,
-                         lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l)))
+                         lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l),
+                                                       stream=fw.current_stream(q)))
 
 
 class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
@@ -191,6 +192,8 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
         k, v = paged_kv_cache
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
-        return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l))
+        return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l),
+                                                stream=fw.current_stream(q))
     wrapper._cache_pages = int(paged_kv_cache.shape[0]) if len(paged_kv_cache.shape) else 0
-    return lambda o, l: wrapper._native.run_stacked(n(q), n(paged_kv_cache), n(o), n(l))
+    return lambda o, l: wrapper._native.run_stacked(n(q), n(paged_kv_cache), n(o), n(l),
+                                                    stream=fw.current_stream(q))

@@ -57,6 +57,10 @@ WorkspaceArg workspaces_of(const OutArray& workspace, const OutArray& plan_works
   return w;
 }
 
+// run()'s stream as the C++ API takes it (Python passes the caller's current stream, 0 for
+// the legacy default stream and for host arrays).
+void* as_stream(uintptr_t stream) { return reinterpret_cast<void*>(stream); }
+
 // Page arrays of a paged plan; indptr[batch] must not run past the indices array, which
 // the C++ API receives as a bare pointer.
 PagedIndex make_pages(const HostIndex& indptr, const HostIndex& indices,
@@ -114,12 +118,12 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse) {
+             const OutArray& out, const OutArray& lse, uintptr_t stream) {
             TensorView lse_view;
             return self.run(view_of(q, "q"), view_of(k, "k"), view_of(v, "v"), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view));
+                            optional_view(lse, "lse", lse_view), as_stream(stream));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release);
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
 
   nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged")
       .def(nb::init<>())
@@ -151,22 +155,22 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse) {
+             const OutArray& out, const OutArray& lse, uintptr_t stream) {
             TensorView lse_view;
             return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view));
+                            optional_view(lse, "lse", lse_view), as_stream(stream));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release)
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release)
       .def(
           "run_stacked",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& kv,
-             const OutArray& out, const OutArray& lse) {
+             const OutArray& out, const OutArray& lse, uintptr_t stream) {
             TensorView lse_view;
             return self.run(view_of(q, "q"),
                             PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream));
           },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), release);
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
 
   nb::class_<BatchDecodePaged>(m, "BatchDecodePaged")
       .def(nb::init<>())
@@ -192,22 +196,22 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse) {
+             const OutArray& out, const OutArray& lse, uintptr_t stream) {
             TensorView lse_view;
             return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view));
+                            optional_view(lse, "lse", lse_view), as_stream(stream));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), release)
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release)
       .def(
           "run_stacked",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& kv, const OutArray& out,
-             const OutArray& lse) {
+             const OutArray& lse, uintptr_t stream) {
             TensorView lse_view;
             return self.run(view_of(q, "q"),
                             PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream));
           },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), release);
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
 }
 
 }  // namespace flashband::python

@@ -1,7 +1,8 @@
-"""torch CUDA specifics: work runs on the caller's current stream, and a planned run can be
-captured in a CUDA graph and replayed (plan on the capture stream, run inside the capture:
-run() neither allocates nor synchronises), with use_cuda_graph=True also after later plans
-that keep its launch. Skipped without torch and a GPU."""
+"""torch CUDA specifics: work runs on the caller's current stream (plan()'s copies on the one
+current at plan(), run() on the one current at run()), and a planned run can be captured in
+a CUDA graph and replayed (run() neither allocates nor synchronises), with
+use_cuda_graph=True also after later plans that keep its launch. Skipped without torch and
+a GPU."""
 
 import numpy as np
 import pytest
@@ -244,6 +245,35 @@ def test_wrappers_sharing_an_int_workspace(backend):
         graph.replay()
     torch.cuda.synchronize()
     assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_takes_the_current_stream(backend):
+    """FlashInfer's pattern: plan() outside the capture, run() inside torch.cuda.graph (its
+    capture stream waits on the current one), and an eager run on a side stream that waits
+    on the plan's. run() launches on the stream current at run(), so the graph holds it."""
+    require(backend, "paged_decode")
+    batch, paged = decode_problem(6)
+    q, cache = to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend=backend)
+    w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16, q_data_type=DTYPE,
+           num_pages=paged.num_pages)
+    out = torch.full_like(q, float("nan"))
+    w.run(q, cache, out=out)  # warm-up, as engines do before capturing
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        w.run(q, cache, out=out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        eager = w.run(q, cache)
+    side.synchronize()
+    assert_out(eager.double().cpu().numpy(), reference(batch), DTYPE)
 
 
 def test_a_refused_plan_keeps_the_int_workspace():

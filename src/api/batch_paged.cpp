@@ -34,9 +34,11 @@ PagedKVCache PagedKVCache::from_stacked(const TensorView& kv) {
 namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
-                  const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse) {
+                  const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
+                  void* stream) {
   detail::before_run(plan);
   core::AttentionParams a = plan->params;
+  bind::stream(a, *plan, stream);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
   RunInfo info = detail::launch(*plan, a);
@@ -63,7 +65,12 @@ void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, 
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                                const TensorView* lse) const {
-  return run_paged(plan_, captured_, q, kv, out, lse);
+  return run(q, kv, out, lse, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse, void* stream) const {
+  return run_paged(plan_, captured_, q, kv, out, lse, stream);
 }
 
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
@@ -82,10 +89,15 @@ void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Batch
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                               const TensorView* lse) const {
+  return run(q, kv, out, lse, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse, void* stream) const {
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse);
+  return run_paged(plan_, captured_, q, kv, out, lse, stream);
 }
 
 }  // namespace flashband

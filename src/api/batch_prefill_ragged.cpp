@@ -23,8 +23,14 @@ void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                                 const TensorView* lse) const {
+  return run(q, k, v, out, lse, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse, void* stream) const {
   detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
+  bind::stream(a, *plan_, stream);
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
   RunInfo info = detail::launch(*plan_, a);

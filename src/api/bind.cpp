@@ -117,4 +117,9 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
   a.v_stride_h = kv.v.strides[head];
 }
 
+void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream) {
+  validate::stream_for_device(stream, plan.shape.device);
+  a.stream = stream;
+}
+
 }  // namespace flashband::bind

@@ -15,5 +15,7 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
 void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const TensorView& k, const TensorView& v);
 // k, v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk, page_size, D] (HND).
 void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVCache& kv);
+// The stream run() launches on (a cudaStream_t; none for the cpu backend).
+void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream);
 
 }  // namespace flashband::bind

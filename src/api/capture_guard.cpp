@@ -84,7 +84,7 @@ void after_run(std::shared_ptr<const Capture>& captured, const std::shared_ptr<c
                const core::AttentionParams& bound) {
   // Only cuda_graph plans pay for the query.
   if (plan->opts.cuda_graph && plan->shape.device == Device::kCUDA)
-    note_capture(captured, plan, bound, stream_is_capturing(plan->params.stream));
+    note_capture(captured, plan, bound, stream_is_capturing(bound.stream));
 }
 
 }  // namespace flashband::detail

@@ -288,6 +288,18 @@ TEST(Validation, HostTensorsRefusedByGpuBackend) {
   expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, o); }, "needs CUDA tensors");
 }
 
+TEST(Validation, RunStreamForHostTensors) {
+  Buffers b;
+  TensorView lse = b.tl();
+  BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
+  BatchPrefillRagged w;
+  const int32_t qo[3] = {0, 2, 5}, kv[3] = {0, 3, 7};
+  w.plan(qo, kv, 2, s, lse_opts(), {});
+  int fake_stream = 0;  // never used as a stream: refused first
+  expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, &fake_stream); }, "stream:");
+  EXPECT_NO_THROW(w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, nullptr));
+}
+
 TEST(Validation, PlanDataBesideData) {
   Buffers b;
   BatchShape s{b.hq, b.hk, b.d, DType::kF32, Device::kCPU, 0};
