@@ -29,14 +29,16 @@ def to_gpu(x):
     return torch.from_numpy(np.ascontiguousarray(x)).to("cuda", torch.bfloat16)
 
 
-def reference(batch):
+def reference(batch, kv_lens=None):
+    """The batch's output, or with each request's first kv_lens[b] keys only."""
     from _reference import attention_torch
 
     as64 = lambda x: to_gpu(x).double()
     outs = []
     for b in range(batch.batch):
         qs = slice(batch.qo_indptr[b], batch.qo_indptr[b + 1])
-        ks = slice(batch.kv_indptr[b], batch.kv_indptr[b + 1])
+        end = batch.kv_indptr[b + 1] if kv_lens is None else batch.kv_indptr[b] + kv_lens[b]
+        ks = slice(batch.kv_indptr[b], end)
         outs.append(attention_torch(as64(batch.q)[qs], as64(batch.k)[ks], as64(batch.v)[ks])[0])
     return torch.cat(outs).cpu().numpy()
 
@@ -148,7 +150,8 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
         torch.cuda.synchronize()
         assert_out(out.double().cpu().numpy(), reference(problem), DTYPE)
 
-    longer = Ragged(rng, [1] * 5, [300, 1, 200, 64, 700], 8, 2, 128)
+    # Another batch size launches differently on every backend.
+    longer = Ragged(rng, [1] * 6, [300, 1, 200, 64, 700, 5], 8, 2, 128)
     fourth = Paged(rng, longer, 16)
     with torch.cuda.stream(stream):
         with pytest.raises(flashband.UnsupportedError, match="cuda_graph"):
@@ -156,6 +159,49 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
         eager = w.run(to_gpu(longer.q), (to_gpu(fourth.k_pages), to_gpu(fourth.v_pages)))
     torch.cuda.synchronize()
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
+
+
+@pytest.mark.parametrize("page_size", [1, 16])
+def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size):
+    """FlashInfer's decode loop: one graph captured per batch size, then every step appends a
+    token to each request, plan()s and replays. sm80's cuda_graph plans keep their launch
+    as the cache grows (arrays at fixed addresses with the page indices last, a split count
+    that fills one wave whatever the lengths), so every replay computes that step's problem,
+    also past many 64-entry steps of the page-index array and with split-KV (batch 1)."""
+    require("sm80", "paged_decode", page_size=page_size)
+    rng = np.random.default_rng(21)
+    steps, grow = 12, 40  # keys appended to every request between checked steps
+    for lengths in ([33, 1, 200, 64, 17], [900]):
+        final = Ragged(rng, [1] * len(lengths), [n + steps * grow for n in lengths], 8, 2, 128)
+        # Every step's cache is a prefix of the final one's, in pages that do not move.
+        full = Paged(rng, final, page_size)
+        k_pages, v_pages = to_gpu(full.k_pages), to_gpu(full.v_pages)
+        q = to_gpu(final.q)
+        out = torch.empty_like(q)
+        ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend="sm80")
+
+        def plan_step(step):
+            lens = [n + step * grow for n in lengths]
+            pages = [(n + page_size - 1) // page_size for n in lens]
+            indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+            indices = np.concatenate([full.indices[full.indptr[b]:full.indptr[b] + pages[b]]
+                                      for b in range(len(lens))]).astype(np.int32)
+            last = np.array([n - (p - 1) * page_size for n, p in zip(lens, pages)], np.int32)
+            w.plan(indptr, indices, last, 8, 2, 128, page_size, q_data_type=DTYPE,
+                   num_pages=full.num_pages)
+            return lens
+
+        graph, stream = capture(lambda: plan_step(0), lambda: w.run(q, (k_pages, v_pages), out=out))
+        splits = w.last_run_info.num_kv_splits
+        for step in range(steps + 1):
+            with torch.cuda.stream(stream):
+                lens = plan_step(step)
+                out.fill_(float("nan"))
+                graph.replay()
+            torch.cuda.synchronize()
+            assert_out(out.double().cpu().numpy(), reference(final, lens), DTYPE)
+        assert len(lengths) > 1 or splits > 1  # batch 1 exercises split-KV under replay
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

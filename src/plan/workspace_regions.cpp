@@ -13,8 +13,17 @@ bool WorkspaceRegions::fits(std::size_t array_bytes, std::size_t scratch_bytes) 
 }
 
 unsigned char* WorkspaceRegions::scratch(std::size_t array_bytes) const {
-  if (separate()) return static_cast<unsigned char*>(ws_.data);
-  return ws_.data ? static_cast<unsigned char*>(ws_.data) + align_up(array_bytes) : nullptr;
+  return data_at(scratch_offset(array_bytes, 0, false));
+}
+
+std::size_t WorkspaceRegions::scratch_offset(std::size_t array_bytes, std::size_t scratch_bytes, bool at_end) const {
+  if (separate()) return 0;
+  if (!at_end || scratch_bytes > ws_.bytes) return align_up(array_bytes);
+  return (ws_.bytes - scratch_bytes) / kRegionAlign * kRegionAlign;
+}
+
+unsigned char* WorkspaceRegions::data_at(std::size_t offset) const {
+  return ws_.data ? static_cast<unsigned char*>(ws_.data) + offset : nullptr;
 }
 
 std::size_t WorkspaceRegions::scratch_room(std::size_t array_bytes) const {

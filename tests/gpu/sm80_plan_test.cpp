@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "backends/sm80/split_policy.h"
@@ -96,12 +97,14 @@ struct Problem {
   int window;
   bool decode, paged;
   int page_size = 16;
+  bool graph = false;  // Options::cuda_graph
 };
 
 detail::Plan make_plan(const Problem& pr) {
   detail::Plan p;
   const int B = static_cast<int>(pr.kv.size());
   p.batch = B;
+  p.opts.cuda_graph = pr.graph;
   p.problem.op = pr.decode ? Op::kPagedDecode : (pr.paged ? Op::kPagedPrefill : Op::kRaggedPrefill);
   p.qo_indptr.assign(1, 0);
   p.kv_indptr.assign(1, 0);
@@ -158,7 +161,10 @@ void check_work_plan(const Problem& pr, int sm_count) {
   ASSERT_EQ(wp.off_work % 16, 0u);
   ASSERT_LE(wp.off_work + wp.work.size() * sizeof(WorkItem), wp.blob.size());
   EXPECT_EQ(0, std::memcmp(wp.blob.data() + wp.off_work, wp.work.data(), wp.work.size() * sizeof(WorkItem)));
-  if (S > 1) EXPECT_LE(wp.scratch_offset + wp.scratch_bytes, bound);
+  if (S > 1) {
+    EXPECT_LE(wp.scratch_offset + wp.scratch_bytes, bound);
+    EXPECT_GE(wp.scratch_offset, wp.blob.size());  // the partials never overlap the arrays
+  }
   EXPECT_LE(wp.blob.size(), bound);
   // plan_data of sm80_plan_bytes holds the arrays of the same plan, its splits included.
   Workspace separate;
@@ -235,6 +241,7 @@ TEST(Sm80WorkPlan, RandomBatchesStayWithinTheWorkspaceBound) {
     pr.page_size = 1 + static_cast<int>(rng() % 20);
     pr.causal = rng() % 2;
     pr.window = rng() % 3 == 0 ? static_cast<int>(rng() % 300) : -1;
+    pr.graph = rng() % 2;
     for (int b = 0; b < B; ++b) {
       pr.kv.push_back(static_cast<int>(rng() % (rng() % 4 == 0 ? 6000 : 300)));
       pr.qo.push_back(static_cast<int>(rng() % 200));
@@ -326,6 +333,79 @@ TEST(Sm80WorkPlan, PlanDataBoundsTheArraysAndDataTheSplits) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("plan_data"), std::string::npos) << e.what();
   }
+}
+
+// Under cuda_graph a captured launch keeps its arrays' addresses, its grid (work items) and
+// its split count, and later plans of the same batch over longer caches must launch alike
+// (FlashInfer's decode loop: plan() every step, replay one graph per batch size). So every
+// offset, the work list's length, the splits and the partials' place stay while the pages
+// grow, past many 64-index steps of the page-index array; only the arrays' contents change.
+TEST(Sm80WorkPlan, GraphPlansLaunchAlikeAsTheCacheGrows) {
+  struct Growth {
+    Problem start;
+    int step;             // keys added to every request per plan
+    bool eager_varies;    // whether eager plans' split counts follow this growth
+  };
+  const std::vector<Growth> growths = {
+      {{{}, {33, 1, 200, 64, 17}, 32, 8, 128, false, -1, true, true, 1, true}, 9, true},
+      {{{}, {33, 1, 200, 64, 17}, 8, 2, 128, false, -1, true, true, 16, true}, 7, true},
+      {{{}, {5000}, 8, 1, 64, false, -1, true, true, 16, true}, 40, true},
+      // Chunked prefill: 512-query chunks over a growing cache.
+      {{{512, 512}, {512, 512}, 8, 1, 128, true, -1, false, true, 16, true}, 512, false},
+  };
+  Workspace separate;
+  separate.plan_data = reinterpret_cast<void*>(std::uintptr_t{1} << 40);  // never dereferenced
+  separate.data = reinterpret_cast<void*>(std::uintptr_t{1} << 41);
+  separate.plan_bytes = 1 << 20;
+  separate.bytes = 64 << 20;
+  const detail::WorkspaceRegions one_buffer_regions(Workspace{reinterpret_cast<void*>(std::uintptr_t{1} << 42), 64 << 20});
+  for (const Growth& g : growths)
+    for (const detail::WorkspaceRegions& regions : {one_buffer_regions, detail::WorkspaceRegions(separate)}) {
+      SCOPED_TRACE("first length " + std::to_string(g.start.kv[0]) + ", page size " +
+                   std::to_string(g.start.page_size) + (regions.separate() ? ", plan_data" : ", one buffer"));
+      Problem pr = g.start;
+      const detail::Plan first_plan = make_plan(pr);
+      const WorkPlan first = make_work_plan(first_plan, 132, regions);
+      ASSERT_GT(first.num_kv_splits, 1);  // the partials' place is checked too
+      std::set<int> eager_splits;
+      for (int i = 0; i < 60; ++i) {
+        for (int& k : pr.kv) k += g.step;
+        const detail::Plan plan = make_plan(pr);
+        const WorkPlan wp = make_work_plan(plan, 132, regions);
+        ASSERT_EQ(wp.off_qo_indptr, first.off_qo_indptr) << "plan " << i;
+        ASSERT_EQ(wp.off_kv_indptr, first.off_kv_indptr) << "plan " << i;
+        ASSERT_EQ(wp.off_kv_lens, first.off_kv_lens) << "plan " << i;
+        ASSERT_EQ(wp.off_last_page_len, first.off_last_page_len) << "plan " << i;
+        ASSERT_EQ(wp.off_page_indices, first.off_page_indices) << "plan " << i;
+        ASSERT_EQ(wp.off_work, first.off_work) << "plan " << i;
+        ASSERT_EQ(wp.work.size(), first.work.size()) << "plan " << i;
+        ASSERT_EQ(wp.num_kv_splits, first.num_kv_splits) << "plan " << i;
+        ASSERT_EQ(wp.scratch_offset, first.scratch_offset) << "plan " << i;
+        ASSERT_EQ(wp.scratch_bytes, first.scratch_bytes) << "plan " << i;
+        ASSERT_GE(wp.scratch_offset, regions.separate() ? 0 : wp.blob.size()) << "plan " << i;
+        EXPECT_EQ(read_ints(wp.blob, wp.off_page_indices, plan.page_indices.size()), plan.page_indices);
+        Problem eager = pr;
+        eager.graph = false;
+        eager_splits.insert(make_work_plan(make_plan(eager), 132, regions).num_kv_splits);
+      }
+      // The pages outgrew 64-index steps, and eager plans follow the lengths: without the
+      // graph layout and split count these launches would differ.
+      EXPECT_GT(make_plan(pr).page_indices.size(), first_plan.page_indices.size() + 64);
+      if (g.eager_varies) EXPECT_GT(eager_splits.size(), 1u);
+    }
+}
+
+TEST(Sm80SplitPolicy, AWaveOfSplitsUnderCudaGraphs) {
+  SplitInputs in;
+  in.slots = 264;
+  in.items = 8;
+  EXPECT_EQ(wave_kv_splits(in), 33);
+  in.max_splits = 20;
+  EXPECT_EQ(wave_kv_splits(in), 20);
+  in.items = 264;
+  EXPECT_EQ(wave_kv_splits(in), 1);
+  in.items = 0;
+  EXPECT_EQ(wave_kv_splits(in), 1);
 }
 
 TEST(Sm80TileShape, UnsupportedHeadDimIsNamed) {

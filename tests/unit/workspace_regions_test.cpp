@@ -27,6 +27,22 @@ TEST(WorkspaceRegions, OneBufferPutsTheScratchAfterTheArrays) {
   EXPECT_EQ(r.need(100, 10), "266 bytes");
 }
 
+// cuda_graph plans: the scratch sits at the buffer's end (256-aligned), where arrays that
+// grow between plans leave it in place; beside a plan_data it is data's start either way.
+TEST(WorkspaceRegions, ScratchAtTheEndStaysWhileTheArraysGrow) {
+  const WorkspaceRegions r(Workspace{addr(0x10000), 4096 + 100});
+  for (std::size_t arrays : {0, 100, 1000, 2000}) {
+    EXPECT_EQ(r.scratch_offset(arrays, 1000, true), 3072u) << arrays;
+    EXPECT_EQ(r.scratch_offset(arrays, 1000, false), (arrays + 255) / 256 * 256) << arrays;
+    if (r.fits(arrays, 1000)) EXPECT_GE(r.scratch_offset(arrays, 1000, true), (arrays + 255) / 256 * 256);
+  }
+  EXPECT_EQ(r.data_at(3072), addr(0x10000 + 3072));
+  EXPECT_EQ(r.scratch_offset(0, 4196, true), 0u);
+  Workspace ws{addr(0x20000), 1000, addr(0x40000), 300};
+  EXPECT_EQ(WorkspaceRegions(ws).scratch_offset(200, 500, true), 0u);
+  EXPECT_EQ(WorkspaceRegions(Workspace{}).data_at(0), nullptr);
+}
+
 TEST(WorkspaceRegions, PlanDataTakesTheArraysAndDataTheScratch) {
   Workspace ws{addr(0x20000), 1000, addr(0x40000), 300};
   const WorkspaceRegions r(ws);

@@ -1,8 +1,10 @@
 // detail::plan_sm80: the work partition (work_plan.h) uploaded into the caller's workspace
 // with one cudaMemcpyAsync on the plan's stream, and params aimed at it.
 //
-// Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len | work
-// items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
+// Workspace layout: [qo_indptr | kv_indptr | kv_lens | last_page_len | work items |
+// page_indices] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned; the
+// partials in their own buffer beside a plan_data, else after the arrays (or, for
+// cuda_graph plans, at the buffer's end).
 #include <algorithm>
 
 #include "backends/cuda/device_info.h"
@@ -80,7 +82,7 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   a.num_work_items = static_cast<int>(wp.work.size());
   a.num_kv_splits = wp.num_kv_splits;
   if (wp.num_kv_splits > 1) {
-    a.scratch = regions.scratch(wp.blob.size());
+    a.scratch = regions.data_at(wp.scratch_offset);
     a.scratch_bytes = wp.scratch_bytes;
   }
 }

@@ -26,4 +26,9 @@ int choose_kv_splits(const SplitInputs& in) {
   return best;
 }
 
+int wave_kv_splits(const SplitInputs& in) {
+  if (in.items <= 0 || in.slots <= in.items) return 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(in.max_splits, in.slots / in.items)));
+}
+
 }  // namespace flashband::sm80

@@ -26,4 +26,10 @@ struct SplitInputs {
 // pay (enough row tiles to fill the GPU).
 int choose_kv_splits(const SplitInputs& in);
 
+// The split count of a cuda_graph plan, which must not follow the lengths: a captured launch
+// keeps its grid and its merge, and later plans over longer caches must launch alike. As
+// many splits as fill one wave of `slots` CTAs (items x splits <= slots), within
+// max_splits; splits past a short span are empty and merge as the empty state.
+int wave_kv_splits(const SplitInputs& in);
+
 }  // namespace flashband::sm80

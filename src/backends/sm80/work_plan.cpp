@@ -58,15 +58,15 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   const int64_t items = static_cast<int64_t>(tiles.size()) * Hk;
   const int64_t rows = a.total_qo_tokens * H;
 
-  // Index arrays first; what remains bounds the work list and the partials.
+  // Index arrays, then the work list, then the page indices: their count grows with the
+  // cache, and nothing after them moves when it does (a cuda_graph capture keeps the
+  // addresses of every array). What remains bounds the work list and the partials.
   wp.off_qo_indptr = wp.blob.append(plan.qo_indptr);
   wp.off_kv_indptr = wp.blob.append(plan.kv_indptr);
   wp.off_kv_lens = wp.blob.append(plan.kv_lens);
-  if (paged) {
-    wp.off_page_indices = wp.blob.append(plan.page_indices);
-    wp.off_last_page_len = wp.blob.append(plan.last_page_len);
-  }
-  const std::size_t index_bytes = cuda::align_up(wp.blob.size());
+  if (paged) wp.off_last_page_len = wp.blob.append(plan.last_page_len);
+  const std::size_t page_bytes = paged ? cuda::align_up(plan.page_indices.size() * sizeof(int32_t)) : 0;
+  const std::size_t index_bytes = cuda::align_up(wp.blob.size()) + page_bytes;
   auto partials = [&](int s) {
     return s > 1 ? cuda::align_up(static_cast<std::size_t>(rows) * s * (a.head_dim + 1) * sizeof(float)) : 0;
   };
@@ -89,7 +89,8 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   while (max_splits > 1 && !workspace.fits(arrays(static_cast<int>(max_splits)), partials(static_cast<int>(max_splits))))
     --max_splits;
   in.max_splits = static_cast<int>(max_splits);
-  const int S = choose_kv_splits(in);
+  const bool graph = plan.opts.cuda_graph;
+  const int S = graph ? wave_kv_splits(in) : choose_kv_splits(in);
   wp.num_kv_splits = S;
 
   // Work items, longest first in 8 cost buckets; within a bucket in (request, head, row
@@ -120,9 +121,10 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   wp.work.resize(keyed.size());
   for (std::size_t i = 0; i < keyed.size(); ++i) wp.work[i] = keyed[i].w;
   wp.off_work = wp.blob.append(wp.work.data(), wp.work.size() * sizeof(WorkItem));
+  if (paged) wp.off_page_indices = wp.blob.append(plan.page_indices);
   if (S > 1) {
-    wp.scratch_offset = cuda::align_up(wp.blob.size());
     wp.scratch_bytes = partials(S);
+    wp.scratch_offset = workspace.scratch_offset(wp.blob.size(), wp.scratch_bytes, graph);
   }
   return wp;
 }

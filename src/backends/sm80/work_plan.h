@@ -21,7 +21,7 @@ struct WorkPlan {
   std::size_t off_work = 0;
   std::vector<WorkItem> work;  // the list in launch order (also inside blob)
   int num_kv_splits = 1;
-  std::size_t scratch_offset = 0;  // split-KV partials in a one-buffer workspace, when num_kv_splits > 1
+  std::size_t scratch_offset = 0;  // split-KV partials' offset in data (WorkspaceRegions::scratch_offset), when num_kv_splits > 1
   std::size_t scratch_bytes = 0;   // what the partials need
 };
 
