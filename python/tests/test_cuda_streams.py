@@ -29,7 +29,7 @@ def to_gpu(x):
     return torch.from_numpy(np.ascontiguousarray(x)).to("cuda", torch.bfloat16)
 
 
-def reference(batch, kv_lens=None):
+def reference(batch, kv_lens=None, window_left=-1):
     """The batch's output, or with each request's first kv_lens[b] keys only."""
     from _reference import attention_torch
 
@@ -39,7 +39,8 @@ def reference(batch, kv_lens=None):
         qs = slice(batch.qo_indptr[b], batch.qo_indptr[b + 1])
         end = batch.kv_indptr[b + 1] if kv_lens is None else batch.kv_indptr[b] + kv_lens[b]
         ks = slice(batch.kv_indptr[b], end)
-        outs.append(attention_torch(as64(batch.q)[qs], as64(batch.k)[ks], as64(batch.v)[ks])[0])
+        outs.append(attention_torch(as64(batch.q)[qs], as64(batch.k)[ks], as64(batch.v)[ks],
+                                    window_left=window_left)[0])
     return torch.cat(outs).cpu().numpy()
 
 
@@ -161,13 +162,14 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 
 
-@pytest.mark.parametrize("page_size", [1, 16])
-def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size):
+@pytest.mark.parametrize("page_size,window_left", [(1, -1), (16, -1), (16, 300)])
+def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left):
     """FlashInfer's decode loop: one graph captured per batch size, then every step appends a
     token to each request, plan()s and replays. sm80's cuda_graph plans keep their launch
     as the cache grows (arrays at fixed addresses with the page indices last, a split count
-    that fills one wave whatever the lengths), so every replay computes that step's problem,
-    also past many 64-entry steps of the page-index array and with split-KV (batch 1)."""
+    that fills one wave whatever the lengths, a window kept while the requests are shorter
+    than it), so every replay computes that step's problem, also past many 64-entry steps
+    of the page-index array, with split-KV (batch 1) and as requests outgrow the window."""
     require("sm80", "paged_decode", page_size=page_size)
     rng = np.random.default_rng(21)
     steps, grow = 12, 40  # keys appended to every request between checked steps
@@ -189,7 +191,7 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size):
                                       for b in range(len(lens))]).astype(np.int32)
             last = np.array([n - (p - 1) * page_size for n, p in zip(lens, pages)], np.int32)
             w.plan(indptr, indices, last, 8, 2, 128, page_size, q_data_type=DTYPE,
-                   num_pages=full.num_pages)
+                   num_pages=full.num_pages, window_left=window_left)
             return lens
 
         graph, stream = capture(lambda: plan_step(0), lambda: w.run(q, (k_pages, v_pages), out=out))
@@ -200,7 +202,7 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size):
                 out.fill_(float("nan"))
                 graph.replay()
             torch.cuda.synchronize()
-            assert_out(out.double().cpu().numpy(), reference(final, lens), DTYPE)
+            assert_out(out.double().cpu().numpy(), reference(final, lens, window_left), DTYPE)
         assert len(lengths) > 1 or splits > 1  # batch 1 exercises split-KV under replay
 
 

@@ -9,6 +9,7 @@
 #include "api/validate.h"
 #include "core/mask.h"
 #include "dispatch/select.h"
+#include "plan/graph_window.h"
 
 namespace flashband::detail {
 
@@ -171,8 +172,11 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
     if (qo > 0 && (kv == 0 || (r.opts.causal && qo > kv))) empty_rows = true;
     if (qo > kv) qo_longer = true;
   }
-  // A window is a no-op only when it is one for every request of the batch.
-  const int window = core::normalize_window(r.opts.window_left, max_kv);
+  // A window is a no-op only when it is one for every request of the batch. Under
+  // cuda_graph it stays (plan/graph_window.h): dropping it would change the kernel once the
+  // requests outgrow it, and so the launch that a captured graph holds.
+  const int window = r.opts.cuda_graph ? graph_window(r.opts.window_left, max_kv)
+                                       : core::normalize_window(r.opts.window_left, max_kv);
 
   ProblemDesc& d = p.problem;
   d.op = r.op;

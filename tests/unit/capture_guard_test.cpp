@@ -9,9 +9,15 @@
 #include <string>
 #include <vector>
 
+#include <climits>
+#include <cmath>
+
 #include "api/capture_guard.h"
+#include "core/mask.h"
 #include "flashband/attention.h"
+#include "plan/graph_window.h"
 #include "plan/launch_signature.h"
+#include "plan/make_plan.h"
 
 namespace flashband::detail {
 namespace {
@@ -250,6 +256,84 @@ TEST(CaptureGuard, CpuPlansAreNeverCaptured) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("cuda_graph"), std::string::npos) << e.what();
   }
+}
+
+// A window wider than every request hides nothing, and other plans drop it (the unmasked
+// kernels serve them). A cuda_graph plan keeps it, so the plan of the same batch once its
+// requests outgrow the window selects the same (masked) kernel with the same argument.
+TEST(CaptureGuard, GraphPlansKeepAWindowTheRequestsHaveNotReached) {
+  auto window_of = [](int kv_len, int window_left, bool graph) {
+    const int32_t indptr[] = {0, (kv_len + 15) / 16};
+    std::vector<int32_t> indices(indptr[1]);
+    for (int i = 0; i < indptr[1]; ++i) indices[i] = i;
+    const int32_t last[] = {kv_len - (indptr[1] - 1) * 16};
+    const PagedIndex pages{indptr, indices.data(), last, 16, indptr[1]};
+    PlanRequest r;
+    r.op = Op::kPagedDecode;
+    r.batch = 1;
+    r.pages = &pages;
+    r.shape = BatchShape{2, 1, 64, DType::kF32, Device::kCPU, 0};
+    r.opts.backend = Backend::kCPU;
+    r.opts.window_left = window_left;
+    r.opts.cuda_graph = graph;
+    const auto plan = prepare_plan(r);
+    EXPECT_EQ(plan->kernel.key.needs_mask, core::needs_mask(false, plan->params.window_left));
+    return plan->params.window_left;
+  };
+  EXPECT_EQ(window_of(50, 100, false), -1);
+  EXPECT_EQ(window_of(500, 100, false), 100);
+  EXPECT_EQ(window_of(50, 100, true), 100);
+  EXPECT_EQ(window_of(500, 100, true), 100);
+  EXPECT_EQ(window_of(50, INT_MAX, true), kMaxGraphWindow);
+  EXPECT_EQ(window_of(50, -1, true), -1);
+  EXPECT_EQ(window_of(50, 0, true), 0);
+
+  // The cap never hides a key: it stays at least max_kv_len - 1.
+  EXPECT_EQ(graph_window(kMaxGraphWindow + 5, 100), kMaxGraphWindow);
+  EXPECT_EQ(graph_window(kMaxGraphWindow + 5, kMaxGraphWindow + 3), kMaxGraphWindow + 2);
+  EXPECT_EQ(graph_window(kMaxGraphWindow + 5, INT_MAX), kMaxGraphWindow + 5);
+  EXPECT_EQ(graph_window(INT_MAX, INT_MAX), INT_MAX - 1);
+}
+
+// The kept window computes what no window computes (cpu backend, the oracle's semantics).
+TEST(CaptureGuard, AKeptWindowChangesNothing) {
+  const int kv_len = 40, d = 64;
+  const int32_t indptr[] = {0, 3}, indices[] = {2, 0, 1}, last[] = {kv_len - 32};
+  const BatchShape shape{2, 1, d, DType::kF32, Device::kCPU, 0};
+  std::vector<float> q(2 * d), kv(3 * 16 * d), out(2 * d), expected(2 * d);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
+  for (std::size_t i = 0; i < kv.size(); ++i) kv[i] = std::cos(0.11f * static_cast<float>(i));
+  auto view = [](float* data, std::vector<int64_t> dims) {
+    TensorView t;
+    t.data = data;
+    t.dtype = DType::kF32;
+    t.device = Device::kCPU;
+    t.ndim = static_cast<int>(dims.size());
+    int64_t stride = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      t.shape[i] = dims[i];
+      t.strides[i] = stride;
+      stride *= dims[i];
+    }
+    return t;
+  };
+  const PagedKVCache cache{view(kv.data(), {3, 16, 1, d}), view(kv.data(), {3, 16, 1, d})};
+  auto run = [&](int window_left, bool graph, std::vector<float>& o) {
+    Options opts;
+    opts.backend = Backend::kCPU;
+    opts.window_left = window_left;
+    opts.cuda_graph = graph;
+    BatchDecodePaged decode;
+    decode.plan({indptr, indices, last, 16, 3}, 1, shape, opts, {});
+    decode.run(view(q.data(), {1, 2, d}), cache, view(o.data(), {1, 2, d}), nullptr);
+  };
+  run(-1, false, expected);
+  for (int window : {kv_len - 1, kv_len, 1000, INT_MAX}) {
+    run(window, true, out);
+    EXPECT_EQ(out, expected) << "window " << window;
+  }
+  run(10, true, out);  // a window that clips still clips
+  EXPECT_NE(out, expected);
 }
 
 }  // namespace

@@ -178,6 +178,20 @@ TEST(CudnnGraphKey, BucketsShareGraphsWithinAPowerOfTwo) {
   EXPECT_EQ(bucket_length(1025), 2048);
 }
 
+// A cuda_graph plan keeps a window that hides nothing (plan/graph_window.h); within the
+// graph's s_kv it builds the unwindowed graph, the one an eager plan gets.
+TEST(CudnnGraphKey, AWindowBeyondTheBucketBuildsTheUnwindowedGraph) {
+  core::AttentionParams p = paged_params();  // max_kv_len 300: s_kv 512
+  p.window_left = -1;
+  const GraphKey unwindowed = make_graph_key(p, paged_ctx());
+  for (int window : {511, 1000, 1 << 30}) {
+    p.window_left = window;
+    EXPECT_EQ(make_graph_key(p, paged_ctx()), unwindowed) << "window " << window;
+  }
+  p.window_left = 510;  // clips requests of 512 keys, which the bucket admits
+  EXPECT_EQ(make_graph_key(p, paged_ctx()).window_left, 510);
+}
+
 TEST(CudnnGraphKey, PageTableCoversTheLongestRequest) {
   core::AttentionParams p = paged_params();
   for (int page_size : {1, 3, 16, 17, 64}) {

@@ -1,8 +1,11 @@
 #include "backends/cudnn/graph_key.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <sstream>
 
+#include "core/mask.h"
 #include "flashband/error.h"
 #include "flashband/options.h"
 
@@ -230,7 +233,9 @@ GraphKey make_graph_key(const core::AttentionParams& p, const GraphKeyContext& c
   }
 
   k.causal = p.causal;
-  k.window_left = p.window_left;
+  // A window that hides nothing within s_kv builds the unwindowed graph; a cuda_graph plan
+  // passes such windows on (plan/graph_window.h), and its graph is then the eager one.
+  k.window_left = core::normalize_window(p.window_left, static_cast<int>(std::min<int64_t>(k.s_kv, INT_MAX)));
   k.scale_bits = float_bits(p.sm_scale);
   k.soft_cap_bits = float_bits(p.logits_soft_cap);
   return k;
