@@ -118,7 +118,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
     def plan(self, indptr: Array, indices: Array, last_page_len: Array, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, *, window_left: int = -1,
              logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+             q_data_type: Optional[DTypeLike] = None, kv_data_type: Optional[DTypeLike] = None,
              data_type: Optional[DTypeLike] = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,

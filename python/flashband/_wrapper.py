@@ -170,10 +170,12 @@ class BatchWrapperBase:
              call: Callable[[Any, Any], Any]) -> Any:
         if self._plan_args is None:
             raise InvalidArgumentError("run: plan() has not been called")
-        return_lse = bool(return_lse or lse is not None)
-        if return_lse != self._planned_lse:
-            self._plan_now(return_lse)
-        out, lse = outputs(q, out, lse, return_lse, self._num_qo_heads)
+        # A given lse is written, as FlashInfer's kernels write it, but the result is a tuple
+        # only with return_lse, as FlashInfer's is.
+        write_lse = bool(return_lse or lse is not None)
+        if write_lse != self._planned_lse:
+            self._plan_now(write_lse)
+        out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads)
         with fw.device_guard(q):
             info = call(out, lse)
         record(info)

@@ -43,6 +43,20 @@ def single_decode_with_kv_cache(
     return result[0]
 
 
+def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tuple[Any, Any]:
+    """data_type fills q_data_type and kv_data_type where they are not given; one given as
+    another dtype is an error, not overridden (the run would then refuse the tensors)."""
+    if data_type is None:
+        return ("float16" if q_data_type is None else q_data_type), kv_data_type
+    wanted = fw.canonical_dtype(data_type, "data_type")
+    for name, given in (("q_data_type", q_data_type), ("kv_data_type", kv_data_type)):
+        if given is not None and fw.canonical_dtype(given, name) != wanted:
+            raise InvalidArgumentError(
+                f"data_type: {wanted} differs from {name} {fw.canonical_dtype(given, name)}; "
+                "data_type is FlashInfer's older name for both, give one or the other")
+    return wanted, wanted
+
+
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
     or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
@@ -59,17 +73,17 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, *,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             sm_scale: Optional[float] = None, q_data_type: Any = "float16",
+             sm_scale: Optional[float] = None, q_data_type: Any = None,
              kv_data_type: Any = None, data_type: Any = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
              non_blocking: bool = True) -> None:
-        """data_type: FlashInfer's older name for both q_data_type and kv_data_type.
+        """q_data_type: float16 unless given here or through data_type, FlashInfer's older
+        name for both q_data_type and kv_data_type (given beside either, it must agree).
         return_lse, num_pages: flashband extensions, as in the paged prefill wrapper."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        if data_type is not None:
-            q_data_type = kv_data_type = data_type
+        q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)
         host_indices = fw.host_int32(indices, "indices")
         host_indptr = fw.host_int32(indptr, "indptr")

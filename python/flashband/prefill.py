@@ -48,7 +48,8 @@ def single_prefill_with_kv_cache(
     [qo_len, Hq] float32 base-2 when return_lse. Causal masking is bottom-right aligned;
     window_left >= 0 keeps keys p(i) - window_left .. (SPEC.md).
 
-    out/lse: written in place when given (and returned), else allocated like q.
+    out/lse: written in place when given, else allocated like q (lse only with return_lse);
+    the result is (out, lse) only with return_lse, as FlashInfer's.
     use_fp16_qk_reduction=True and rope_scale/rope_theta (RoPE is not in the contract) raise
     UnsupportedError: flashband always accumulates QK in float32.
     """
@@ -56,10 +57,10 @@ def single_prefill_with_kv_cache(
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta)
     heads = q.shape[1]
-    return_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
-    out, lse = outputs(q, out, lse, return_lse, heads)
+    write_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
+    out, lse = outputs(q, out, lse, write_lse, heads)
     opts = make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
-                        sm_scale=sm_scale, return_lse=return_lse, kv_layout=kv_layout,
+                        sm_scale=sm_scale, return_lse=write_lse, kv_layout=kv_layout,
                         backend=backend, stream=fw.current_stream(q))
     workspace = None
     device, _ = fw.device_of(q)

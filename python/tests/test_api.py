@@ -134,6 +134,16 @@ def test_lse_on_demand_replans(env, dtype):
     assert_out(env.to64(out), ref, dtype)
     assert_out(env.to64(out2), ref, dtype)
     assert np.abs(env.to64(lse) - ref_lse).max() < 1e-2
+    # A given lse is written, and the result is a tuple only with return_lse (FlashInfer's).
+    given = env.array(np.full(lse.shape, np.nan, np.float32), "float32")
+    out3 = w.run(q, k, v, lse=given)
+    env.sync()
+    assert not isinstance(out3, tuple)
+    assert_out(env.to64(out3), ref, dtype)
+    assert np.abs(env.to64(given) - ref_lse).max() < 1e-2
+    single = flashband.single_prefill_with_kv_cache(q[:3], k[:4], v[:4], causal=True,
+                                                    backend=env.backend, lse=given[:3])
+    assert not isinstance(single, tuple)
 
 
 # --- CUDA graph mode -------------------------------------------------------------------------
@@ -356,6 +366,29 @@ def test_bad_plans_name_the_argument():
         w.plan(np.array([0, 1]), np.array([0, 1]), 2, 2, D, q_data_type="int8")
     with pytest.raises(flashband.UnsupportedError, match="head_dim_vo"):
         w.plan(np.array([0, 1]), np.array([0, 1]), 2, 2, D, head_dim_vo=32)
+
+
+def test_decode_data_type_fills_what_is_not_given():
+    """data_type, FlashInfer's older name for q_data_type and kv_data_type together: it
+    fills either where not given, and one given as another dtype is refused by name (it
+    used to be overridden silently, and the run then refused the tensors)."""
+    rng = np.random.default_rng(8)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    args = (paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    for kw in (dict(data_type="float32"), dict(data_type=np.float32, q_data_type="float32"),
+               dict(data_type="float32", kv_data_type=np.float32)):
+        w.plan(*args, **kw)
+        assert_out(w.run(batch.q.astype(np.float32), cache).astype(np.float64), ref, "float32")
+    for name in ("q_data_type", "kv_data_type"):
+        with pytest.raises(flashband.InvalidArgumentError, match=f"data_type: float32 differs from {name}"):
+            w.plan(*args, data_type="float32", **{name: "float16"})
+    w.plan(*args)  # q_data_type's default stays float16
+    with pytest.raises(flashband.InvalidArgumentError, match="float16"):
+        w.run(batch.q.astype(np.float32), cache)
 
 
 def test_run_before_plan():
