@@ -59,7 +59,10 @@ def single_decode_with_kv_cache(
 class BatchPrefillWithRaggedKVCacheWrapper:
     last_run_info: Optional[_C.RunInfo]
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, *, backend: str = "auto") -> None: ...
+                 use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
+                 kv_indptr_buf: Optional[Array] = None, custom_mask_buf: None = None,
+                 mask_indptr_buf: None = None, backend: str = "auto",
+                 jit_args: None = None) -> None: ...
     @property
     def kv_layout(self) -> str: ...
     @property
@@ -82,7 +85,12 @@ class BatchPrefillWithRaggedKVCacheWrapper:
 class BatchPrefillWithPagedKVCacheWrapper:
     last_run_info: Optional[_C.RunInfo]
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, *, backend: str = "auto") -> None: ...
+                 use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
+                 paged_kv_indptr_buf: Optional[Array] = None,
+                 paged_kv_indices_buf: Optional[Array] = None,
+                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
+                 mask_indptr_buf: None = None, backend: str = "auto",
+                 jit_args: None = None) -> None: ...
     @property
     def kv_layout(self) -> str: ...
     @property
@@ -107,8 +115,11 @@ class BatchPrefillWithPagedKVCacheWrapper:
 class BatchDecodeWithPagedKVCacheWrapper:
     last_run_info: Optional[_C.RunInfo]
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, use_tensor_cores: bool = False, *,
-                 backend: str = "auto") -> None: ...
+                 use_cuda_graph: bool = False, use_tensor_cores: bool = False,
+                 paged_kv_indptr_buffer: Optional[Array] = None,
+                 paged_kv_indices_buffer: Optional[Array] = None,
+                 paged_kv_last_page_len_buffer: Optional[Array] = None, backend: str = "auto",
+                 jit_args: None = None) -> None: ...
     @property
     def kv_layout(self) -> str: ...
     @property

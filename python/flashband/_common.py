@@ -32,7 +32,9 @@ def refuse_unsupported(**given: Any) -> None:
                "q_scale": None, "k_scale": None, "v_scale": None,
                # fp16 QK accumulation would lower precision below the contract's float32;
                # RoPE parameters only mean something with a RoPE mode, which is refused.
-               "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None}
+               "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
+               # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
+               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None}
     for name, value in given.items():
         if value is not neutral[name] and (neutral[name] is None or value != neutral[name]):
             raise UnsupportedError(

@@ -157,6 +157,29 @@ def empty(like: Any, shape: Tuple[int, ...], dtype: str) -> Any:
         f"cannot allocate in the framework of a {type(like).__name__}; pass out=/lse= explicitly")
 
 
+def int32_vector_length(x: Any, what: str) -> int:
+    """len(x) for a 1-D int32 array of any framework; anything else is an error naming `what`."""
+    shape = tuple(getattr(x, "shape", ()))
+    dtype = str(getattr(x, "dtype", "")).removeprefix("torch.")
+    if len(shape) != 1 or dtype != "int32":
+        raise InvalidArgumentError(f"{what}: must be a 1-D int32 array; got shape {shape}, dtype {dtype or type(x)}")
+    return int(shape[0])
+
+
+def copy_into(buffer: Any, values: np.ndarray) -> None:
+    """buffer[:len(values)] = values (host int32), on the current stream of buffer's device."""
+    n = len(values)
+    k = kind(buffer)
+    if k == "torch":
+        buffer[:n].copy_(_torch().from_numpy(values))
+    elif k == "cupy":
+        buffer[:n].set(values)
+    elif k == "numpy":
+        buffer[:n] = values
+    else:
+        raise UnsupportedError(f"cannot write into a {type(buffer).__name__}; give a torch, CuPy or NumPy array")
+
+
 def host_int32(x: Any, what: str) -> np.ndarray:
     """A contiguous host int32 copy (or view) of an index array on any device.
 

@@ -69,7 +69,44 @@ class BatchWrapperBase:
         self._planned_lse = False
         self._num_qo_heads = 0
         self._cache_pages = 0  # pages of the paged cache the last run() was given
+        self._index_buffers: dict = {}   # FlashInfer's CUDA-graph index buffers, by name
+        self._index_room: dict = {}      # their lengths
+        self._graph_batch: Optional[int] = None  # the batch size they fix under use_cuda_graph
+        self._page_index_room = 0        # the page-index buffer's length: the arrays' capacity
         self.last_run_info = None
+
+    def _take_index_buffers(self, given: dict, batch_from: Tuple[Tuple[str, int], ...],
+                            page_indices: Optional[str] = None) -> None:
+        """FlashInfer's index buffers (qo_indptr_buf, paged_kv_indices_buffer, ...): each
+        plan() writes its arrays into them (their first entries), as FlashInfer's CUDA-graph
+        plan does, and a plan whose arrays do not fit raises naming the buffer. Under
+        use_cuda_graph the first of batch_from that is given fixes the batch size (its
+        length less the offset), as in FlashInfer; the page-index buffer's length sizes the
+        wrapper's own int workspace from the first plan on, so plans up to it keep the
+        arrays' addresses (and a captured graph)."""
+        self._index_buffers = {name: b for name, b in given.items() if b is not None}
+        self._index_room = {name: fw.int32_vector_length(b, name) for name, b in self._index_buffers.items()}
+        if self._use_cuda_graph:
+            for name, offset in batch_from:
+                if name in self._index_room:
+                    self._graph_batch = self._index_room[name] - offset
+                    break
+        self._page_index_room = self._index_room.get(page_indices, 0) if page_indices else 0
+
+    def _check_index_buffers(self, arrays: dict, batch: int) -> None:
+        if self._graph_batch is not None and batch != self._graph_batch:
+            raise InvalidArgumentError(
+                f"batch size: {batch}, but with use_cuda_graph the index buffers given to the "
+                f"constructor fix it at {self._graph_batch}; use a wrapper per batch size")
+        for name, values in arrays.items():
+            room = self._index_room.get(name)
+            if room is not None and len(values) > room:
+                raise InvalidArgumentError(f"{name}: holds {room} entries, this plan's array has {len(values)}")
+
+    def _fill_index_buffers(self, arrays: dict) -> None:
+        for name, values in arrays.items():
+            if name in self._index_buffers:
+                fw.copy_into(self._index_buffers[name], values)
 
     @property
     def kv_layout(self) -> str:
@@ -104,7 +141,10 @@ class BatchWrapperBase:
         return dtype
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
-                 sizes: Tuple[int, ...]) -> None:
+                 sizes: Tuple[int, ...], arrays: Optional[dict] = None) -> None:
+        """arrays: the plan's host index arrays by the name of the buffer they go to."""
+        arrays = arrays or {}
+        self._check_index_buffers(arrays, sizes[0])
         previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes)
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
         self._plan_sizes = sizes
@@ -114,7 +154,10 @@ class BatchWrapperBase:
             if not _installed_anyway(e):  # the native object kept its previous plan
                 (self._plan_args, self._semantics, self._num_qo_heads,
                  self._plan_sizes) = previous
+            else:
+                self._fill_index_buffers(arrays)
             raise
+        self._fill_index_buffers(arrays)
 
     def _plan_workspace(self) -> Any:
         """Where the plan's arrays go: the int_workspace_buffer given, else a buffer of this
@@ -128,6 +171,10 @@ class BatchWrapperBase:
         if kind == "cpu" or fw.kind(self._workspace) not in ("torch", "cupy"):
             return None  # the cpu backend keeps a plan's arrays on the host
         batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
+        batch = max(batch, self._graph_batch or 0)
+        page_indices = max(page_indices, self._page_index_room)  # the buffer's capacity
+        if self._backend in ("sm80", "sm90"):
+            request_pages = 0  # cuDNN's page table (its term grows with the longest request)
         need = int(_C.batch_plan_bytes(batch, qo_tokens, self._num_qo_heads, head_dim, kind,
                                        page_indices, request_pages))
         have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])

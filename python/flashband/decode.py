@@ -60,15 +60,29 @@ def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tupl
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
     or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
-    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper."""
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper.
+    paged_kv_indptr_buffer, paged_kv_indices_buffer, paged_kv_last_page_len_buffer:
+    FlashInfer's CUDA-graph buffers (1-D int32): each plan() writes its arrays into them;
+    under use_cuda_graph paged_kv_last_page_len_buffer's length fixes the batch size, as in
+    FlashInfer, and paged_kv_indices_buffer's length sizes the wrapper's int workspace, so
+    plans up to it keep a captured graph's arrays in place. jit_args is refused."""
 
     _native_class = _C.BatchDecodePaged
 
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, use_tensor_cores: bool = False, *,
-                 backend: str = "auto") -> None:
+                 use_cuda_graph: bool = False, use_tensor_cores: bool = False,
+                 paged_kv_indptr_buffer: Any = None, paged_kv_indices_buffer: Any = None,
+                 paged_kv_last_page_len_buffer: Any = None, backend: str = "auto",
+                 jit_args: Any = None) -> None:
         del use_tensor_cores  # the backend chooses its kernels
+        refuse_unsupported(jit_args=jit_args)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+        self._take_index_buffers(
+            dict(paged_kv_indptr_buffer=paged_kv_indptr_buffer,
+                 paged_kv_indices_buffer=paged_kv_indices_buffer,
+                 paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer),
+            (("paged_kv_last_page_len_buffer", 0), ("paged_kv_indptr_buffer", 1)),
+            "paged_kv_indices_buffer")
 
     def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, *,
@@ -93,7 +107,9 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 head_dim, dtype)
         self._do_plan(args, dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
                                  sm_scale=sm_scale), return_lse, num_qo_heads,
-                      plan_sizes(None, head_dim, host_indptr))
+                      plan_sizes(None, head_dim, host_indptr),
+                      dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
+                           paged_kv_last_page_len_buffer=args[2]))
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,

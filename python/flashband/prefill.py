@@ -89,9 +89,23 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
     batch_workspace_bytes(...) bytes, for the runs' scratch; it must outlive the runs of a
     plan, and wrappers whose runs are ordered on one stream may share it. The plan's own
     arrays go to the wrapper's int workspace (reset_workspace_buffer).
+    qo_indptr_buf, kv_indptr_buf: FlashInfer's CUDA-graph buffers (1-D int32): each plan()
+    writes its arrays into them, and under use_cuda_graph qo_indptr_buf's length fixes the
+    batch size, as in FlashInfer. custom_mask_buf, mask_indptr_buf and jit_args are refused
+    (no custom masks or JIT variants).
     """
 
     _native_class = _C.BatchPrefillRagged
+
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
+                 kv_indptr_buf: Any = None, custom_mask_buf: Any = None,
+                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None) -> None:
+        refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
+                           jit_args=jit_args)
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+        self._take_index_buffers(dict(qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf),
+                                 (("qo_indptr_buf", 1), ("kv_indptr_buf", 1)))
 
     def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
              head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
@@ -114,7 +128,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
-                      return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk))
+                      return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
+                      dict(qo_indptr_buf=qo, kv_indptr_buf=kv))
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
@@ -131,9 +146,28 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     [num_pages, 2, ...]. Request b's pages are
     paged_kv_indices[paged_kv_indptr[b] : paged_kv_indptr[b+1]], its last page holding
     paged_kv_last_page_len[b] tokens.
-    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper."""
+    float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper.
+    qo_indptr_buf, paged_kv_indptr_buf, paged_kv_indices_buf, paged_kv_last_page_len_buf:
+    FlashInfer's CUDA-graph buffers, as the ragged wrapper's; paged_kv_indices_buf's length
+    also sizes the wrapper's int workspace, so plans up to it keep a captured graph's
+    arrays in place."""
 
     _native_class = _C.BatchPrefillPaged
+
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
+                 paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
+                 paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
+                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None) -> None:
+        refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
+                           jit_args=jit_args)
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+        self._take_index_buffers(
+            dict(qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
+                 paged_kv_indices_buf=paged_kv_indices_buf,
+                 paged_kv_last_page_len_buf=paged_kv_last_page_len_buf),
+            (("qo_indptr_buf", 1), ("paged_kv_indptr_buf", 1), ("paged_kv_last_page_len_buf", 0)),
+            "paged_kv_indices_buf")
 
     def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
              paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
@@ -162,7 +196,9 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         self._do_plan(args, dict(causal=causal, window_left=window_left,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
                       return_lse, num_qo_heads,
-                      plan_sizes(qo, head_dim_qk, indptr))
+                      plan_sizes(qo, head_dim_qk, indptr),
+                      dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
+                           paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last))
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, k_scale: Any = None,

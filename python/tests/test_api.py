@@ -391,6 +391,61 @@ def test_decode_data_type_fills_what_is_not_given():
         w.run(batch.q.astype(np.float32), cache)
 
 
+def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
+    """FlashInfer's CUDA-graph index buffers, given as FlashInfer's positional arguments:
+    each plan() writes its arrays into them; under use_cuda_graph their length fixes the
+    batch size, and arrays longer than a buffer are refused by its name. Custom-mask
+    buffers and jit_args are refused."""
+    rng = np.random.default_rng(9)
+    batch = Ragged(rng, [1, 1, 1], [20, 40, 3], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    ws = np.empty(0, np.uint8)
+    for graph in (False, True):
+        bufs = [np.full(n, -7, np.int32) for n in (4, 8, 3)]  # indptr, indices, last_page_len
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs, "cpu")
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+        assert_out(w.run(batch.q.astype(np.float32), cache).astype(np.float64), ref, "float32")
+        assert np.array_equal(bufs[0], paged.indptr)
+        assert np.array_equal(bufs[1][:len(paged.indices)], paged.indices)
+        assert (bufs[1][len(paged.indices):] == -7).all()
+        assert np.array_equal(bufs[2], paged.last_page_len)
+        two = (paged.indptr[:3], paged.indices[:paged.indptr[2]], paged.last_page_len[:2])
+        if graph:
+            with pytest.raises(flashband.InvalidArgumentError, match="batch size: 2"):
+                w.plan(*two, 4, 2, D, 16, q_data_type="float32")
+        else:
+            w.plan(*two, 4, 2, D, 16, q_data_type="float32")
+            assert np.array_equal(bufs[0][:3], paged.indptr[:3])
+        many = np.concatenate([paged.indices, paged.indices])
+        with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer: holds 8"):
+            w.plan(np.array([0, 2, 10, 12], np.int32), many, paged.last_page_len, 4, 2, D, 16,
+                   q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer"):
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, paged_kv_indices_buffer=np.zeros(8, np.int64))
+    with pytest.raises(flashband.UnsupportedError, match="jit_args"):
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, jit_args=["x"])
+
+    # The prefill wrappers: qo_indptr_buf fixes the batch under use_cuda_graph.
+    qo_buf, kv_buf = np.zeros(4, np.int32), np.zeros(4, np.int32)
+    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", True, qo_buf, kv_buf, backend="cpu")
+    w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    assert np.array_equal(qo_buf, batch.qo_indptr) and np.array_equal(kv_buf, batch.kv_indptr)
+    with pytest.raises(flashband.InvalidArgumentError, match="batch size: 2"):
+        w.plan(batch.qo_indptr[:3], batch.kv_indptr[:3], 4, 2, D, q_data_type="float32")
+    bufs = [np.zeros(n, np.int32) for n in (4, 4, 8, 3)]
+    w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", True, *bufs, backend="cpu")
+    w.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+           q_data_type="float32")
+    out = w.run(batch.q.astype(np.float32), cache)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert np.array_equal(bufs[2][:len(paged.indices)], paged.indices)
+    for name in ("custom_mask_buf", "mask_indptr_buf"):
+        with pytest.raises(flashband.UnsupportedError, match=name):
+            flashband.BatchPrefillWithPagedKVCacheWrapper(ws, **{name: np.zeros(4, np.int32)})
+
+
 def test_run_before_plan():
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
     q, k, v = qkv(_numpy_env(), "float32")

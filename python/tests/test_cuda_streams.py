@@ -162,14 +162,18 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 
 
-@pytest.mark.parametrize("page_size,window_left", [(1, -1), (16, -1), (16, 300)])
-def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left):
+@pytest.mark.parametrize("page_size,window_left,buffers", [(1, -1, False), (16, -1, True),
+                                                             (16, 300, False)])
+def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, buffers):
     """FlashInfer's decode loop: one graph captured per batch size, then every step appends a
     token to each request, plan()s and replays. sm80's cuda_graph plans keep their launch
     as the cache grows (arrays at fixed addresses with the page indices last, a split count
     that fills one wave whatever the lengths, a window kept while the requests are shorter
     than it), so every replay computes that step's problem, also past many 64-entry steps
-    of the page-index array, with split-KV (batch 1) and as requests outgrow the window."""
+    of the page-index array, with split-KV (batch 1) and as requests outgrow the window.
+    buffers: vLLM's pattern, FlashInfer's index buffers given to the constructor; plan()
+    writes them, and the page-index buffer's capacity (past the 8 MB the wrapper would
+    allocate) sizes the int workspace once, so it is never replaced."""
     require("sm80", "paged_decode", page_size=page_size)
     rng = np.random.default_rng(21)
     steps, grow = 12, 40  # keys appended to every request between checked steps
@@ -181,7 +185,11 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left):
         q = to_gpu(final.q)
         out = torch.empty_like(q)
         ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend="sm80")
+        n = len(lengths)
+        bufs = [torch.full((size,), -1, dtype=torch.int32, device="cuda")
+                for size in (n + 1, 3 << 20, n)] if buffers else [None] * 3
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, *bufs,
+                                                         backend="sm80")
 
         def plan_step(step):
             lens = [n + step * grow for n in lengths]
@@ -192,10 +200,17 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left):
             last = np.array([n - (p - 1) * page_size for n, p in zip(lens, pages)], np.int32)
             w.plan(indptr, indices, last, 8, 2, 128, page_size, q_data_type=DTYPE,
                    num_pages=full.num_pages, window_left=window_left)
+            if buffers:
+                assert torch.equal(bufs[0].cpu(), torch.from_numpy(indptr))
+                assert torch.equal(bufs[1][:len(indices)].cpu(), torch.from_numpy(indices))
+                assert torch.equal(bufs[2].cpu(), torch.from_numpy(last))
             return lens
 
         graph, stream = capture(lambda: plan_step(0), lambda: w.run(q, (k_pages, v_pages), out=out))
         splits = w.last_run_info.num_kv_splits
+        arrays = w._plan_buffer
+        if buffers:
+            assert arrays.numel() >= flashband.batch_plan_bytes(n, n, 8, 128, "cuda", 3 << 20, 0)
         for step in range(steps + 1):
             with torch.cuda.stream(stream):
                 lens = plan_step(step)
@@ -203,6 +218,7 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left):
                 graph.replay()
             torch.cuda.synchronize()
             assert_out(out.double().cpu().numpy(), reference(final, lens, window_left), DTYPE)
+        assert w._plan_buffer is arrays
         assert len(lengths) > 1 or splits > 1  # batch 1 exercises split-KV under replay
 
 

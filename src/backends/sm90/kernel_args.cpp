@@ -26,7 +26,8 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: plan built for tiles of " + std::to_string(st.block_m) + " x " +
                                           std::to_string(st.block_n) + " (query rows x keys), the kernel's are " +
                                           std::to_string(shape.block_m) + " x " + std::to_string(shape.block_n));
-  // a.window_left is normalised by the plan: a window that hides nothing is -1 here.
+  // a.window_left is normalised by the plan: a window that hides nothing is -1 here, except
+  // in cuda_graph plans (plan/graph_window.h), which the masked kernels serve.
   if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left))
     throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
   if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0))
