@@ -162,18 +162,37 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
 
 
-@pytest.mark.parametrize("page_size,window_left,buffers", [(1, -1, False), (16, -1, True),
-                                                             (16, 300, False)])
-def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, buffers):
+class DLPackOnly:
+    """A device array flashband knows only through DLPack (neither a torch nor a CuPy type):
+    a wrapper puts a plan's arrays and its runs' scratch together in such a float
+    workspace (no int workspace of its own), and plans on the legacy default stream."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._tensor.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._tensor.__dlpack_device__()
+
+
+@pytest.mark.parametrize("page_size,window_left,mode", [(1, -1, "int workspace"),
+                                                        (16, -1, "index buffers"),
+                                                        (16, 300, "int workspace"),
+                                                        (16, -1, "one buffer")])
+def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode):
     """FlashInfer's decode loop: one graph captured per batch size, then every step appends a
     token to each request, plan()s and replays. sm80's cuda_graph plans keep their launch
     as the cache grows (arrays at fixed addresses with the page indices last, a split count
     that fills one wave whatever the lengths, a window kept while the requests are shorter
     than it), so every replay computes that step's problem, also past many 64-entry steps
     of the page-index array, with split-KV (batch 1) and as requests outgrow the window.
-    buffers: vLLM's pattern, FlashInfer's index buffers given to the constructor; plan()
-    writes them, and the page-index buffer's capacity (past the 8 MB the wrapper would
-    allocate) sizes the int workspace once, so it is never replaced."""
+    "index buffers": vLLM's pattern, FlashInfer's index buffers given to the constructor;
+    plan() writes them, and the page-index buffer's capacity (past the 8 MB the wrapper
+    would allocate) sizes the int workspace once, so it is never replaced. "one buffer":
+    arrays and split-KV partials share the float workspace (the partials at its end)."""
+    buffers = mode == "index buffers"
     require("sm80", "paged_decode", page_size=page_size)
     rng = np.random.default_rng(21)
     steps, grow = 12, 40  # keys appended to every request between checked steps
@@ -188,8 +207,9 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, buff
         n = len(lengths)
         bufs = [torch.full((size,), -1, dtype=torch.int32, device="cuda")
                 for size in (n + 1, 3 << 20, n)] if buffers else [None] * 3
-        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, *bufs,
-                                                         backend="sm80")
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(
+            DLPackOnly(ws) if mode == "one buffer" else ws, "NHD", True, False, *bufs,
+            backend="sm80")
 
         def plan_step(step):
             lens = [n + step * grow for n in lengths]
@@ -200,6 +220,9 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, buff
             last = np.array([n - (p - 1) * page_size for n, p in zip(lens, pages)], np.int32)
             w.plan(indptr, indices, last, 8, 2, 128, page_size, q_data_type=DTYPE,
                    num_pages=full.num_pages, window_left=window_left)
+            if mode == "one buffer":
+                torch.cuda.synchronize()  # plan()'s copies ran on the legacy stream
+                assert w._plan_buffer is None
             if buffers:
                 assert torch.equal(bufs[0].cpu(), torch.from_numpy(indptr))
                 assert torch.equal(bufs[1][:len(indices)].cpu(), torch.from_numpy(indices))
