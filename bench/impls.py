@@ -116,6 +116,8 @@ def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1)
 # --- flashband ---------------------------------------------------------------------------------
 
 class Flashband:
+    use_cuda_graph = False
+
     def __init__(self, backend: str):
         self.backend = backend
         self.name = f"flashband-{backend}"
@@ -137,7 +139,8 @@ class Flashband:
         out = torch.empty_like(x.q)
         common = dict(q_data_type=DTYPE, logits_soft_cap=c.logits_soft_cap or None)
         if c.section == "decode":
-            w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", backend=self.backend)
+            w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", self.use_cuda_graph,
+                                                             backend=self.backend)
             w.plan(x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads, c.num_kv_heads,
                    c.head_dim, c.page_size, **common)
             fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out)
@@ -158,6 +161,32 @@ class Flashband:
             return {"variant": i.variant, "num_kv_splits": i.num_kv_splits} if i else {}
 
         return fn, (lambda: out), info
+
+
+class FlashbandGraph(Flashband):
+    """Decode as CUDA-graph users run it: planned with use_cuda_graph=True (sm80's split count
+    then fills one wave of CTAs whatever the lengths), captured once and timed by replays.
+    Its rows stay out of the "best flashband" ratios (report.best), which compare launches."""
+    use_cuda_graph = True
+
+    def __init__(self, backend: str):
+        super().__init__(backend)
+        self.name = f"flashband-{backend} (graph)"
+
+    def skip_reason(self, c: Case) -> Optional[str]:
+        return "graph rows: decode only" if c.section != "decode" else super().skip_reason(c)
+
+    def prepare(self, x: Inputs):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn, out, info = super().prepare(x)  # plans on the capture stream
+            fn()  # warm-up outside the capture
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        return graph.replay, out, info
 
 
 # --- torch SDPA (cuDNN, FlashAttention-2) ------------------------------------------------------
@@ -270,6 +299,7 @@ class Flex:
 def implementations() -> List[object]:
     """Every flashband GPU backend in this build, then the peers."""
     impls: List[object] = [Flashband(b) for b in flashband.built_backends() if b != "cpu"]
+    impls += [FlashbandGraph(b) for b in flashband.built_backends() if b in ("sm80", "cudnn")]
     impls += [Sdpa("sdpa-cudnn", "CUDNN_ATTENTION"), Sdpa("sdpa-fa2", "FLASH_ATTENTION"), Flex()]
     return impls
 

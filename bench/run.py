@@ -48,7 +48,8 @@ def parse_args(argv=None):
     p.add_argument("--backends", metavar="LIST",
                    help="comma-separated substrings of implementation names to run: "
                         "flashband-sm90, flashband-sm80, flashband-cudnn, sdpa-cudnn, sdpa-fa2, "
-                        "flex (e.g. 'flashband,sdpa-cudnn'); default: all")
+                        "flex, and decode's 'flashband-sm80 (graph)', 'flashband-cudnn (graph)' "
+                        "(e.g. 'flashband,sdpa-cudnn', or 'graph'); default: all")
     p.add_argument("--sections", metavar="LIST",
                    help=f"comma-separated subset of {','.join(matrix_mod.SECTIONS)}")
     p.add_argument("--time-budget", type=float, default=540.0, metavar="SECONDS",
