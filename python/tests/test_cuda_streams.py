@@ -29,7 +29,7 @@ def to_gpu(x):
     return torch.from_numpy(np.ascontiguousarray(x)).to("cuda", torch.bfloat16)
 
 
-def reference(batch, kv_lens=None, window_left=-1):
+def reference(batch, kv_lens=None, window_left=-1, causal=False):
     """The batch's output, or with each request's first kv_lens[b] keys only."""
     from _reference import attention_torch
 
@@ -40,7 +40,7 @@ def reference(batch, kv_lens=None, window_left=-1):
         end = batch.kv_indptr[b + 1] if kv_lens is None else batch.kv_indptr[b] + kv_lens[b]
         ks = slice(batch.kv_indptr[b], end)
         outs.append(attention_torch(as64(batch.q)[qs], as64(batch.k)[ks], as64(batch.v)[ks],
-                                    window_left=window_left)[0])
+                                    window_left=window_left, causal=causal)[0])
     return torch.cat(outs).cpu().numpy()
 
 
@@ -243,6 +243,43 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode
             assert_out(out.double().cpu().numpy(), reference(final, lens, window_left), DTYPE)
         assert w._plan_buffer is arrays
         assert len(lengths) > 1 or splits > 1  # batch 1 exercises split-KV under replay
+
+
+def test_sm80_cuda_graph_replays_chunked_prefill_as_the_cache_grows():
+    """Chunked prefill under one graph: every step a 64-query causal chunk per request over
+    a cache that grew by the previous chunk. The chunks keep the work list's length, and
+    sm80's use_cuda_graph plans keep the rest of the launch, so each replay computes that
+    step's problem (bottom-right causal over the grown cache)."""
+    require("sm80", "paged_prefill")
+    rng = np.random.default_rng(31)
+    chunk, steps, start = 64, 8, [100, 640]
+    final = Ragged(rng, [chunk] * 2, [n + steps * chunk for n in start], 8, 2, 128)
+    full = Paged(rng, final, 16)
+    k_pages, v_pages = to_gpu(full.k_pages), to_gpu(full.v_pages)
+    q = to_gpu(final.q)
+    out = torch.empty_like(q)
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", True, backend="sm80")
+
+    def plan_step(step):
+        lens = [n + step * chunk for n in start]
+        pages = [(n + 15) // 16 for n in lens]
+        indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+        indices = np.concatenate([full.indices[full.indptr[b]:full.indptr[b] + pages[b]]
+                                  for b in range(2)]).astype(np.int32)
+        last = np.array([n - (p - 1) * 16 for n, p in zip(lens, pages)], np.int32)
+        w.plan(final.qo_indptr, indptr, indices, last, 8, 2, 128, 16, causal=True,
+               q_data_type=DTYPE, num_pages=full.num_pages)
+        return lens
+
+    graph, stream = capture(lambda: plan_step(0), lambda: w.run(q, (k_pages, v_pages), out=out))
+    for step in range(steps + 1):
+        with torch.cuda.stream(stream):
+            lens = plan_step(step)
+            out.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), reference(final, lens, causal=True), DTYPE)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
