@@ -133,7 +133,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
              data_type: Optional[DTypeLike] = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True) -> None: ...
+             non_blocking: bool = True, q_len_per_req: int = 1) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
             k_scale: None = None,

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple, Union
 
+import numpy as np
+
 from . import _C
 from . import _frameworks as fw
 from ._common import refuse_unsupported
-from ._wrapper import BatchWrapperBase, plan_sizes
-from .errors import InvalidArgumentError
+from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
+from .errors import FlashbandError, InvalidArgumentError
 from .prefill import _num_pages, _paged_call, single_prefill_with_kv_cache
 
 __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
@@ -57,6 +59,17 @@ def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tupl
     return wanted, wanted
 
 
+def _in_decode_names(e: Exception) -> Exception:
+    """An error of the paged prefill plan that serves q_len_per_req > 1, naming the decode
+    wrapper's argument instead of the prefill's where it starts with one."""
+    message = str(e)
+    for prefill_name, decode_name in (("paged_kv_last_page_len", "last_page_len"),
+                                      ("paged_kv_indptr", "indptr"), ("paged_kv_indices", "indices")):
+        if isinstance(e, FlashbandError) and message.startswith(prefill_name):
+            return type(e)(decode_name + message[len(prefill_name):])
+    return e
+
+
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch decode: q [batch, Hq, D] against a paged cache given to run() as a (k, v) tuple
     or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
@@ -77,12 +90,19 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         del use_tensor_cores  # the backend chooses its kernels
         refuse_unsupported(jit_args=jit_args)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+        self._q_len_per_req: Optional[int] = None  # the last successful plan's
+        self._native_chunks = False  # self._native is a BatchPrefillPaged (q_len_per_req > 1)
         self._take_index_buffers(
             dict(paged_kv_indptr_buffer=paged_kv_indptr_buffer,
                  paged_kv_indices_buffer=paged_kv_indices_buffer,
                  paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer),
             (("paged_kv_last_page_len_buffer", 0), ("paged_kv_indptr_buffer", 1)),
             "paged_kv_indices_buffer")
+
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffer: Any = None) -> None:
+        super().reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
+        self._native_chunks = False
 
     def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, *,
@@ -91,29 +111,61 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              kv_data_type: Any = None, data_type: Any = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True) -> None:
+             non_blocking: bool = True, q_len_per_req: int = 1) -> None:
         """q_data_type: float16 unless given here or through data_type, FlashInfer's older
         name for both q_data_type and kv_data_type (given beside either, it must agree).
-        return_lse, num_pages: flashband extensions, as in the paged prefill wrapper."""
+        q_len_per_req (FlashInfer's, for speculative decoding): each request's last
+        q_len_per_req tokens query the cache, causally (bottom-right, as in prefill); q
+        then has batch * q_len_per_req rows, and under use_cuda_graph the value is fixed by
+        the first plan, as in FlashInfer. return_lse, num_pages: flashband extensions, as in
+        the paged prefill wrapper."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
+        q_len = int(q_len_per_req)
+        if q_len < 1:
+            raise InvalidArgumentError(f"q_len_per_req: got {q_len_per_req}, allowed: >= 1")
+        if self._use_cuda_graph and self._q_len_per_req not in (None, q_len):
+            raise InvalidArgumentError(
+                f"q_len_per_req: got {q_len}, but this use_cuda_graph wrapper was planned with "
+                f"{self._q_len_per_req}, part of the captured shape; use a wrapper per value")
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)
         host_indices = fw.host_int32(indices, "indices")
         host_indptr = fw.host_int32(indptr, "indptr")
-        args = (host_indptr, host_indices,
-                fw.host_int32(last_page_len, "last_page_len"), page_size,
-                _num_pages(num_pages, host_indices, self._cache_pages), num_qo_heads, num_kv_heads,
-                head_dim, dtype)
-        self._do_plan(args, dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
-                                 sm_scale=sm_scale), return_lse, num_qo_heads,
-                      plan_sizes(None, head_dim, host_indptr),
-                      dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
-                           paged_kv_last_page_len_buffer=args[2]))
+        pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
+                 _num_pages(num_pages, host_indices, self._cache_pages))
+        semantics = dict(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale)
+        buffers = dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
+                       paged_kv_last_page_len_buffer=pages[2])
+        heads = (num_qo_heads, num_kv_heads, head_dim, dtype)
+        # q_len_per_req > 1 is a causal paged prefill with equal query chunks; the native
+        # object changes only once that plan succeeds (a refused plan keeps the previous one).
+        previous, previous_chunks = self._native, self._native_chunks
+        if (q_len > 1) != self._native_chunks:
+            self._native = _C.BatchPrefillPaged() if q_len > 1 else _C.BatchDecodePaged()
+            self._native_chunks = q_len > 1
+        if q_len == 1:
+            args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr)
+        else:
+            batch = max(len(host_indptr) - 1, 0)
+            qo_indptr = (np.arange(batch + 1, dtype=np.int32) * q_len).astype(np.int32)
+            args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
+            semantics["causal"] = True
+        try:
+            self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers)
+        except Exception as e:
+            if self._native is not previous and not _installed_anyway(e):
+                self._native, self._native_chunks = previous, previous_chunks
+            renamed = _in_decode_names(e) if q_len > 1 else e
+            if renamed is e:
+                raise
+            raise renamed.with_traceback(e.__traceback__) from None
+        self._q_len_per_req = q_len
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
             v_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
-        """out [batch, Hq, D], or (out, lse [batch, Hq] float32, base 2)."""
+        """q [batch * q_len_per_req, Hq, D]. out like q, or (out, lse [rows, Hq] float32,
+        base 2)."""
         refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))

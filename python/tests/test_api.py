@@ -446,6 +446,37 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
             flashband.BatchPrefillWithPagedKVCacheWrapper(ws, **{name: np.zeros(4, np.int32)})
 
 
+def test_decode_with_several_queries_per_request():
+    """q_len_per_req (speculative decoding): each request's last q_len_per_req tokens query
+    its pages causally, bottom-right aligned; back to one query, the decode plan returns.
+    Under use_cuda_graph the first plan fixes the value; a refused plan keeps the previous
+    one (and its kind)."""
+    rng = np.random.default_rng(10)
+    batch = Ragged(rng, [3, 3, 3], [20, 40, 3], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    args = (paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16)
+    q = batch.q.astype(np.float32)
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v, causal=True)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    w.plan(*args, q_data_type="float32", q_len_per_req=3)
+    assert_out(w.run(q, cache).astype(np.float64), ref, "float32")
+    last_rows = q[2::3]  # one query per request: the last token's
+    w.plan(*args, q_data_type="float32")
+    assert_out(w.run(last_rows, cache).astype(np.float64), ref[2::3], "float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="^last_page_len: has 3 entries"):
+        w.plan(np.array([0, 9], np.int32), *args[1:], q_data_type="float32", q_len_per_req=3)
+    assert_out(w.run(last_rows, cache).astype(np.float64), ref[2::3], "float32")  # kept
+    with pytest.raises(flashband.InvalidArgumentError, match="q_len_per_req"):
+        w.plan(*args, q_data_type="float32", q_len_per_req=0)
+    g = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), use_cuda_graph=True,
+                                                     backend="cpu")
+    g.plan(*args, q_data_type="float32", q_len_per_req=3)
+    with pytest.raises(flashband.InvalidArgumentError, match="q_len_per_req: got 1"):
+        g.plan(*args, q_data_type="float32")
+    assert_out(g.run(q, cache).astype(np.float64), ref, "float32")
+
+
 def test_run_before_plan():
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
     q, k, v = qkv(_numpy_env(), "float32")

@@ -81,3 +81,32 @@ def test_decode_equals_prefill_with_one_query(env, dtype):
     out_p = prefill.run(q, kv)
     env.sync()
     assert_out(env.to64(out_d), env.to64(out_p), dtype, what="decode vs prefill")
+
+
+@pytest.mark.parametrize("window", [-1, 5])
+def test_decode_with_several_queries_per_request(env, dtype, window):
+    """q_len_per_req = 4 (speculative decoding): each request's last four tokens query its
+    pages causally, bottom-right aligned, against the oracle. Requests of at least four
+    keys, as FlashInfer requires (fewer would leave rows that see nothing, which SPEC.md
+    also defines, but not every backend serves)."""
+    rng = np.random.default_rng(33)
+    kv_lens = [4, 17, 40, 5, 129]
+    batch = Ragged(rng, [4] * len(kv_lens), kv_lens, 8, 2, 128)
+    env.require(op="paged_prefill", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, causal=True, window_left=window, return_lse=True,
+                page_size=16)
+    paged = Paged(rng, batch, 16)
+    nbytes = flashband.batch_workspace_bytes(batch.batch, 4 * batch.batch, batch.hq, batch.d,
+                                             env.device)
+    wrapper = flashband.BatchDecodeWithPagedKVCacheWrapper(env.workspace(nbytes), backend=env.backend)
+    wrapper.plan(env.index(paged.indptr), env.index(paged.indices), env.index(paged.last_page_len),
+                 batch.hq, batch.hk, batch.d, 16, q_data_type=dtype, window_left=window,
+                 q_len_per_req=4)
+    q = env.array(batch.q, dtype)
+    out, lse = wrapper.run(q, cache(env, paged, dtype, "NHD", False), return_lse=True)
+    env.sync()
+    ref_o, ref_lse = batch.reference(env.reference, env.to64(q), env.to64(env.array(batch.k, dtype)),
+                                     env.to64(env.array(batch.v, dtype)), causal=True,
+                                     window_left=window)
+    assert_out(env.to64(out), ref_o, dtype)
+    assert_lse(env.to64(lse), ref_lse, dtype)
