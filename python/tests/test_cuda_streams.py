@@ -57,6 +57,30 @@ def capture(plan_it, run_it):
     return graph, stream
 
 
+def prefix_pages(full, lens):
+    """Page arrays of each request's first lens[b] keys in `full` (a Paged): its leading
+    pages, which stay where they are as the request grows."""
+    size = full.page_size
+    pages = [(n + size - 1) // size for n in lens]
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    indices = np.concatenate([full.indices[full.indptr[b]:full.indptr[b] + pages[b]]
+                              for b in range(len(lens))]).astype(np.int32)
+    last = np.array([n - (p - 1) * size for n, p in zip(lens, pages)], np.int32)
+    return indptr, indices, last
+
+
+def replay_steps(graph, stream, plan_step, steps, out, expected):
+    """For each step: plan it on the capture stream, replay the graph into a NaN-filled
+    out, and compare with expected(lens), lens being what plan_step returned."""
+    for step in range(steps + 1):
+        with torch.cuda.stream(stream):
+            lens = plan_step(step)
+            out.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), expected(lens), DTYPE)
+
+
 def require(backend, op, page_size=16):
     answer = flashband.supports(op, backend=backend, dtype=DTYPE, device="cuda", head_dim=128,
                                 num_qo_heads=8, num_kv_heads=2, page_size=page_size)
@@ -213,11 +237,7 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode
 
         def plan_step(step):
             lens = [n + step * grow for n in lengths]
-            pages = [(n + page_size - 1) // page_size for n in lens]
-            indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
-            indices = np.concatenate([full.indices[full.indptr[b]:full.indptr[b] + pages[b]]
-                                      for b in range(len(lens))]).astype(np.int32)
-            last = np.array([n - (p - 1) * page_size for n, p in zip(lens, pages)], np.int32)
+            indptr, indices, last = prefix_pages(full, lens)
             w.plan(indptr, indices, last, 8, 2, 128, page_size, q_data_type=DTYPE,
                    num_pages=full.num_pages, window_left=window_left)
             if mode == "one buffer":
@@ -234,13 +254,8 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode
         arrays = w._plan_buffer
         if buffers:
             assert arrays.numel() >= flashband.batch_plan_bytes(n, n, 8, 128, "cuda", 3 << 20, 0)
-        for step in range(steps + 1):
-            with torch.cuda.stream(stream):
-                lens = plan_step(step)
-                out.fill_(float("nan"))
-                graph.replay()
-            torch.cuda.synchronize()
-            assert_out(out.double().cpu().numpy(), reference(final, lens, window_left), DTYPE)
+        replay_steps(graph, stream, plan_step, steps, out,
+                     lambda lens: reference(final, lens, window_left))
         assert w._plan_buffer is arrays
         assert len(lengths) > 1 or splits > 1  # batch 1 exercises split-KV under replay
 
@@ -263,23 +278,14 @@ def test_sm80_cuda_graph_replays_chunked_prefill_as_the_cache_grows():
 
     def plan_step(step):
         lens = [n + step * chunk for n in start]
-        pages = [(n + 15) // 16 for n in lens]
-        indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
-        indices = np.concatenate([full.indices[full.indptr[b]:full.indptr[b] + pages[b]]
-                                  for b in range(2)]).astype(np.int32)
-        last = np.array([n - (p - 1) * 16 for n, p in zip(lens, pages)], np.int32)
+        indptr, indices, last = prefix_pages(full, lens)
         w.plan(final.qo_indptr, indptr, indices, last, 8, 2, 128, 16, causal=True,
                q_data_type=DTYPE, num_pages=full.num_pages)
         return lens
 
     graph, stream = capture(lambda: plan_step(0), lambda: w.run(q, (k_pages, v_pages), out=out))
-    for step in range(steps + 1):
-        with torch.cuda.stream(stream):
-            lens = plan_step(step)
-            out.fill_(float("nan"))
-            graph.replay()
-        torch.cuda.synchronize()
-        assert_out(out.double().cpu().numpy(), reference(final, lens, causal=True), DTYPE)
+    replay_steps(graph, stream, plan_step, steps, out,
+                 lambda lens: reference(final, lens, causal=True))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -219,6 +219,11 @@ TEST(CaptureGuard, InstallsThePlanEvenWhenItRefuses) {
   EXPECT_EQ(plan, longer);  // the workspace holds it, so run() must use it
 }
 
+// A contiguous float32 host tensor.
+TensorView view(float* data, std::initializer_list<int64_t> dims) {
+  return TensorView::contiguous(data, DType::kF32, dims);
+}
+
 // Through the public API on the cpu backend: host runs are never captured, so plans with
 // cuda_graph change freely; single_prefill refuses the option.
 TEST(CaptureGuard, CpuPlansAreNeverCaptured) {
@@ -228,20 +233,6 @@ TEST(CaptureGuard, CpuPlansAreNeverCaptured) {
   opts.backend = Backend::kCPU;
   const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
   std::vector<float> q(2 * 64), kv(3 * 16 * 64, 0.5f), out(2 * 64);
-  auto view = [](float* data, std::vector<int64_t> dims) {
-    TensorView t;
-    t.data = data;
-    t.dtype = DType::kF32;
-    t.device = Device::kCPU;
-    t.ndim = static_cast<int>(dims.size());
-    int64_t stride = 1;
-    for (int d = t.ndim - 1; d >= 0; --d) {
-      t.shape[d] = dims[d];
-      t.strides[d] = stride;
-      stride *= dims[d];
-    }
-    return t;
-  };
   BatchDecodePaged decode;
   const PagedKVCache cache{view(kv.data(), {3, 16, 1, 64}), view(kv.data(), {3, 16, 1, 64})};
   decode.plan({indptr_a, indices, last, 16, 3}, 1, shape, opts, {});
@@ -303,20 +294,6 @@ TEST(CaptureGuard, AKeptWindowChangesNothing) {
   std::vector<float> q(2 * d), kv(3 * 16 * d), out(2 * d), expected(2 * d);
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
   for (std::size_t i = 0; i < kv.size(); ++i) kv[i] = std::cos(0.11f * static_cast<float>(i));
-  auto view = [](float* data, std::vector<int64_t> dims) {
-    TensorView t;
-    t.data = data;
-    t.dtype = DType::kF32;
-    t.device = Device::kCPU;
-    t.ndim = static_cast<int>(dims.size());
-    int64_t stride = 1;
-    for (int i = t.ndim - 1; i >= 0; --i) {
-      t.shape[i] = dims[i];
-      t.strides[i] = stride;
-      stride *= dims[i];
-    }
-    return t;
-  };
   const PagedKVCache cache{view(kv.data(), {3, 16, 1, d}), view(kv.data(), {3, 16, 1, d})};
   auto run = [&](int window_left, bool graph, std::vector<float>& o) {
     Options opts;
