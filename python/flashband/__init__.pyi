@@ -77,10 +77,12 @@ class BatchPrefillWithRaggedKVCacheWrapper:
              custom_mask: None = None, packed_custom_mask: None = None,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True) -> None: ...
+             non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False) -> None: ...
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
-            lse: Optional[Array] = None,
-            return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+            lse: Optional[Array] = None, return_lse: bool = False,
+            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
+            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchPrefillWithPagedKVCacheWrapper:
     last_run_info: Optional[_C.RunInfo]
@@ -107,10 +109,14 @@ class BatchPrefillWithPagedKVCacheWrapper:
              custom_mask: None = None, packed_custom_mask: None = None,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True) -> None: ...
+             non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+             seq_lens: None = None, block_tables: None = None) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
-            lse: Optional[Array] = None, return_lse: bool = False, k_scale: None = None,
-            v_scale: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+            lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
+            k_scale: None = None, v_scale: None = None, enable_pdl: Optional[bool] = None,
+            window_left: Optional[int] = None,
+            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchDecodeWithPagedKVCacheWrapper:
     last_run_info: Optional[_C.RunInfo]
@@ -133,11 +139,15 @@ class BatchDecodeWithPagedKVCacheWrapper:
              data_type: Optional[DTypeLike] = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, q_len_per_req: int = 1) -> None: ...
+             non_blocking: bool = True, q_len_per_req: int = 1,
+             o_data_type: Optional[DTypeLike] = None, window_right: int = 0,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+             seq_lens: None = None, block_tables: None = None) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
-            k_scale: None = None,
-            v_scale: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+            k_scale: None = None, v_scale: None = None, enable_pdl: Optional[bool] = None,
+            window_left: Optional[int] = None,
+            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
 
 def merge_state(v_a: Array, s_a: Array, v_b: Array, s_b: Array, *,
                 v_out: Optional[Array] = None,

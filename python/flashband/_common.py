@@ -34,11 +34,16 @@ def refuse_unsupported(**given: Any) -> None:
                # RoPE parameters only mean something with a RoPE mode, which is refused.
                "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
                # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
-               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None}
+               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None,
+               # FlashInfer's split-KV controls (engines pass their neutral values), the
+               # trtllm-gen/cuDNN inputs, a right window and attention sinks.
+               "fixed_split_size": (None, -1), "disable_split_kv": False, "seq_lens": None,
+               "block_tables": None, "window_right": 0, "sinks": None}
     for name, value in given.items():
-        if value is not neutral[name] and (neutral[name] is None or value != neutral[name]):
-            raise UnsupportedError(
-                f"{name}: {value!r} is not supported by flashband (allowed: {neutral[name]!r})")
+        allowed = neutral[name] if isinstance(neutral[name], tuple) else (neutral[name],)
+        if not any(value is a or (a is not None and value == a) for a in allowed):
+            shown = " or ".join(repr(a) for a in allowed)
+            raise UnsupportedError(f"{name}: {value!r} is not supported by flashband (allowed: {shown})")
 
 
 def make_options(*, causal: bool = False, window_left: int = -1,

@@ -128,7 +128,7 @@ class BatchWrapperBase:
         self._plan_args = None
 
     def _plan_dtype(self, q_data_type: Any, kv_data_type: Any, head_dim_qk: int,
-                    head_dim_vo: Optional[int]) -> str:
+                    head_dim_vo: Optional[int], o_data_type: Any = None) -> str:
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise UnsupportedError(
                 f"head_dim_vo: {head_dim_vo} differs from head_dim_qk {head_dim_qk}; "
@@ -138,7 +138,19 @@ class BatchWrapperBase:
             raise UnsupportedError(
                 f"kv_data_type: {kv_data_type} differs from q_data_type {dtype}; "
                 "flashband needs one dtype for q, k and v")
+        if o_data_type is not None and fw.canonical_dtype(o_data_type, "o_data_type") != dtype:
+            raise UnsupportedError(
+                f"o_data_type: {o_data_type} differs from q_data_type {dtype}; "
+                "flashband writes outputs in q's dtype")
         return dtype
+
+    def _check_run_window(self, window_left: Optional[int]) -> None:
+        """run(window_left=) (FlashInfer's): None or the plan's value; the window is planned."""
+        planned = self._semantics.get("window_left", -1)
+        if window_left is not None and int(window_left) != planned:
+            raise UnsupportedError(
+                f"window_left: run() got {window_left}, the plan's is {planned}; "
+                "plan() again to change the window")
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
                  sizes: Tuple[int, ...], arrays: Optional[dict] = None) -> None:

@@ -111,15 +111,21 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              kv_data_type: Any = None, data_type: Any = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, q_len_per_req: int = 1) -> None:
+             non_blocking: bool = True, q_len_per_req: int = 1, o_data_type: Any = None,
+             window_right: int = 0, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, seq_lens: Any = None,
+             block_tables: Any = None) -> None:
         """q_data_type: float16 unless given here or through data_type, FlashInfer's older
         name for both q_data_type and kv_data_type (given beside either, it must agree).
         q_len_per_req (FlashInfer's, for speculative decoding): each request's last
         q_len_per_req tokens query the cache, causally (bottom-right, as in prefill); q
         then has batch * q_len_per_req rows, and under use_cuda_graph the value is fixed by
         the first plan, as in FlashInfer. return_lse, num_pages: flashband extensions, as in
-        the paged prefill wrapper."""
-        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
+        the paged prefill wrapper. o_data_type, fixed_split_size, disable_split_kv,
+        seq_lens, block_tables: as for the paged prefill wrapper; window_right: 0 only."""
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                           window_right=window_right, fixed_split_size=fixed_split_size,
+                           disable_split_kv=disable_split_kv, seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         q_len = int(q_len_per_req)
         if q_len < 1:
@@ -129,7 +135,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 f"q_len_per_req: got {q_len}, but this use_cuda_graph wrapper was planned with "
                 f"{self._q_len_per_req}, part of the captured shape; use a wrapper per value")
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None)
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
         host_indices = fw.host_int32(indices, "indices")
         host_indptr = fw.host_int32(indptr, "indptr")
         pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
@@ -164,8 +170,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
-            v_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
+            v_scale: Any = None, enable_pdl: Optional[bool] = None,
+            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
         """q [batch * q_len_per_req, Hq, D]. out like q, or (out, lse [rows, Hq] float32,
-        base 2)."""
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+        base 2). window_left: None or the plan's; enable_pdl: a launch hint, not used."""
+        del enable_pdl
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+        self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))

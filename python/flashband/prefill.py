@@ -114,15 +114,20 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
              kv_data_type: Any = None, return_lse: bool = False, custom_mask: Any = None,
              packed_custom_mask: Any = None, pos_encoding_mode: str = "NONE",
              use_fp16_qk_reduction: bool = False, rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None, non_blocking: bool = True) -> None:
+             rope_theta: Optional[float] = None, non_blocking: bool = True,
+             o_data_type: Any = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
         host). return_lse (flashband extension): plan for runs that return LSE; a run that
-        differs re-plans once, so say it here to keep plan() off the run path."""
+        differs re-plans once, so say it here to keep plan() off the run path.
+        o_data_type: q's dtype or None; fixed_split_size and disable_split_kv: their neutral
+        values only (None or -1, False)."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
-                           rope_scale=rope_scale, rope_theta=rope_theta)
+                           rope_scale=rope_scale, rope_theta=rope_theta,
+                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
@@ -132,8 +137,13 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                       dict(qo_indptr_buf=qo, kv_indptr_buf=kv))
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
-            return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
-        """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2)."""
+            return_lse: bool = False, enable_pdl: Optional[bool] = None,
+            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2). window_left: None
+        or the plan's; enable_pdl: a launch hint (no effect on results), not used."""
+        del enable_pdl
+        refuse_unsupported(sinks=sinks)
+        self._check_run_window(window_left)
         n = fw.native
         return self._run(q, out, lse, return_lse,
                          lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l),
@@ -179,14 +189,20 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              custom_mask: Any = None, packed_custom_mask: Any = None,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True) -> None:
+             non_blocking: bool = True, o_data_type: Any = None,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+             seq_lens: Any = None, block_tables: Any = None) -> None:
         """num_pages (flashband extension): pages in the cache, to check the indices at plan
-        time; by default max(paged_kv_indices) + 1, and run() checks them against the cache."""
+        time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
+        o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
+        seq_lens and block_tables (FlashInfer's trtllm-gen/cuDNN inputs) are refused."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
-                           rope_scale=rope_scale, rope_theta=rope_theta)
+                           rope_scale=rope_scale, rope_theta=rope_theta,
+                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv,
+                           seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo)
+        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         indices = fw.host_int32(paged_kv_indices, "paged_kv_indices")
@@ -201,9 +217,13 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last))
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
-            return_lse: bool = False, k_scale: Any = None,
-            v_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
-        refuse_unsupported(k_scale=k_scale, v_scale=v_scale)
+            return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
+            v_scale: Any = None, enable_pdl: Optional[bool] = None,
+            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        """As the ragged wrapper's run(); q_scale, k_scale, v_scale (fp8) are refused."""
+        del enable_pdl  # a launch hint (no effect on results)
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+        self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
 

@@ -477,6 +477,43 @@ def test_decode_with_several_queries_per_request():
     assert_out(g.run(q, cache).astype(np.float64), ref, "float32")
 
 
+def test_flashinfer_options_at_their_neutral_values_are_taken():
+    """Engines pass FlashInfer's split-KV controls, o_data_type and run()'s window_left,
+    enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value). Other
+    values, and inputs flashband has no use for (seq_lens, block_tables, sinks,
+    window_right), are refused by name."""
+    rng = np.random.default_rng(12)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v, window_left=7)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    args = (paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16)
+    w.plan(*args, q_data_type="float32", o_data_type=np.float32, fixed_split_size=-1,
+           disable_split_kv=False, window_right=0, window_left=7)
+    q = batch.q.astype(np.float32)
+    for kw in (dict(), dict(window_left=7, enable_pdl=True), dict(enable_pdl=False)):
+        assert_out(w.run(q, cache, **kw).astype(np.float64), ref, "float32")
+    with pytest.raises(flashband.UnsupportedError, match="window_left: run.. got 3"):
+        w.run(q, cache, window_left=3)
+    with pytest.raises(flashband.UnsupportedError, match="sinks"):
+        w.run(q, cache, sinks=np.zeros(4, np.float32))
+    refused = [dict(o_data_type="float16"), dict(fixed_split_size=8), dict(disable_split_kv=True),
+               dict(window_right=-1), dict(seq_lens=np.array([20, 40], np.int32)),
+               dict(block_tables=np.zeros((2, 3), np.int32))]
+    for kw in refused:
+        with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):
+            w.plan(*args, q_data_type="float32", **kw)
+    assert_out(w.run(q, cache).astype(np.float64), ref, "float32")  # the plan before stays
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32",
+                 window_left=7, o_data_type="float32", fixed_split_size=None, disable_split_kv=False)
+    assert_out(prefill.run(q, cache, window_left=7, enable_pdl=True).astype(np.float64), ref, "float32")
+    for kw in (dict(disable_split_kv=True), dict(seq_lens=np.array([20, 40], np.int32))):
+        with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):
+            prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32", **kw)
+
+
 def test_run_before_plan():
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
     q, k, v = qkv(_numpy_env(), "float32")
