@@ -34,7 +34,7 @@ def refuse_unsupported(**given: Any) -> None:
                # RoPE parameters only mean something with a RoPE mode, which is refused.
                "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
                # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
-               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None,
+               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
                # FlashInfer's split-KV controls (engines pass their neutral values), the
                # trtllm-gen/cuDNN inputs, a right window and attention sinks.
                "fixed_split_size": (None, -1), "disable_split_kv": False, "seq_lens": None,

@@ -157,12 +157,20 @@ def empty(like: Any, shape: Tuple[int, ...], dtype: str) -> Any:
         f"cannot allocate in the framework of a {type(like).__name__}; pass out=/lse= explicitly")
 
 
-def int32_vector_length(x: Any, what: str) -> int:
-    """len(x) for a 1-D int32 array of any framework; anything else is an error naming `what`."""
+def index_buffer_length(x: Any, what: str, like: Any) -> int:
+    """len(x) for a contiguous 1-D int32 torch, CuPy or NumPy array on like's device (what
+    copy_into writes); anything else is an error naming `what`."""
     shape = tuple(getattr(x, "shape", ()))
     dtype = str(getattr(x, "dtype", "")).removeprefix("torch.")
+    if kind(x) not in ("torch", "cupy", "numpy"):
+        raise InvalidArgumentError(f"{what}: a {type(x).__name__}; give a torch, CuPy or NumPy array")
     if len(shape) != 1 or dtype != "int32":
-        raise InvalidArgumentError(f"{what}: must be a 1-D int32 array; got shape {shape}, dtype {dtype or type(x)}")
+        raise InvalidArgumentError(f"{what}: must be a 1-D int32 array; got shape {shape}, dtype {dtype}")
+    contiguous = x.is_contiguous() if kind(x) == "torch" else bool(x.flags.c_contiguous)
+    if not contiguous:
+        raise InvalidArgumentError(f"{what}: must be contiguous")
+    if device_of(x) != device_of(like):
+        raise InvalidArgumentError(f"{what}: on {device_of(x)}, the workspace on {device_of(like)}")
     return int(shape[0])
 
 
@@ -184,8 +192,9 @@ def host_int32(x: Any, what: str) -> np.ndarray:
     """A contiguous host int32 copy (or view) of an index array on any device.
 
     plan() does host work, as in FlashInfer, so device index arrays are copied back here
-    (a synchronising copy). Integer arrays of another width are converted when every value
-    fits; anything else is an error naming `what`.
+    (a synchronising copy). Host arrays are copied too: a plan keeps its arrays (run() may
+    re-plan from them), and callers rewrite theirs between steps. Integer arrays of another
+    width are converted when every value fits; anything else is an error naming `what`.
     """
     k = kind(x)
     if k == "torch":
@@ -202,4 +211,4 @@ def host_int32(x: Any, what: str) -> np.ndarray:
         if not np.array_equal(converted, a):
             raise InvalidArgumentError(f"{what}: values do not fit in int32")
         a = converted
-    return np.ascontiguousarray(a)
+    return np.array(a, dtype=np.int32, copy=True)

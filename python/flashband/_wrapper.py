@@ -85,12 +85,16 @@ class BatchWrapperBase:
         wrapper's own int workspace from the first plan on, so plans up to it keep the
         arrays' addresses (and a captured graph)."""
         self._index_buffers = {name: b for name, b in given.items() if b is not None}
-        self._index_room = {name: fw.int32_vector_length(b, name) for name, b in self._index_buffers.items()}
-        if self._use_cuda_graph:
-            for name, offset in batch_from:
-                if name in self._index_room:
-                    self._graph_batch = self._index_room[name] - offset
-                    break
+        self._index_room = {name: fw.index_buffer_length(b, name, self._workspace)
+                            for name, b in self._index_buffers.items()}
+        batches = {name: self._index_room[name] - offset for name, offset in batch_from
+                   if name in self._index_room}
+        if any(b < 0 for b in batches.values()) or len(set(batches.values())) > 1:
+            raise InvalidArgumentError(
+                "index buffers: their lengths give different batch sizes: " +
+                ", ".join(f"{name} {b}" for name, b in batches.items()))
+        if self._use_cuda_graph and batches:
+            self._graph_batch = next(iter(batches.values()))
         self._page_index_room = self._index_room.get(page_indices, 0) if page_indices else 0
 
     def _check_index_buffers(self, arrays: dict, batch: int) -> None:
@@ -107,6 +111,18 @@ class BatchWrapperBase:
         for name, values in arrays.items():
             if name in self._index_buffers:
                 fw.copy_into(self._index_buffers[name], values)
+
+    @property
+    def is_cuda_graph_enabled(self) -> bool:
+        return self._use_cuda_graph
+
+    def begin_forward(self, *args: Any, **kwargs: Any) -> None:
+        """FlashInfer's older name of plan()."""
+        self.plan(*args, **kwargs)
+
+    def run_return_lse(self, *args: Any, **kwargs: Any) -> Any:
+        """run(..., return_lse=True), as FlashInfer's."""
+        return self.run(*args, return_lse=True, **kwargs)
 
     @property
     def kv_layout(self) -> str:

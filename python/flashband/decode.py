@@ -63,8 +63,9 @@ def _in_decode_names(e: Exception) -> Exception:
     """An error of the paged prefill plan that serves q_len_per_req > 1, naming the decode
     wrapper's argument instead of the prefill's where it starts with one."""
     message = str(e)
-    for prefill_name, decode_name in (("paged_kv_last_page_len", "last_page_len"),
-                                      ("paged_kv_indptr", "indptr"), ("paged_kv_indices", "indices")):
+    for prefill_name, decode_name in (("paged_kv_last_page_len:", "last_page_len:"),
+                                      ("paged_kv_indptr:", "indptr:"), ("paged_kv_indices:", "indices:"),
+                                      ("qo_indptr:", "q (batch x q_len_per_req rows), qo_indptr:")):
         if isinstance(e, FlashbandError) and message.startswith(prefill_name):
             return type(e)(decode_name + message[len(prefill_name):])
     return e
@@ -120,7 +121,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         q_len_per_req (FlashInfer's, for speculative decoding): each request's last
         q_len_per_req tokens query the cache, causally (bottom-right, as in prefill); q
         then has batch * q_len_per_req rows, and under use_cuda_graph the value is fixed by
-        the first plan, as in FlashInfer. return_lse, num_pages: flashband extensions, as in
+        the first plan, as in FlashInfer. A request shorter than q_len_per_req leaves rows
+        that see no key (0 and -inf, SPEC.md), where FlashInfer raises. return_lse, num_pages: flashband extensions, as in
         the paged prefill wrapper. o_data_type, fixed_split_size, disable_split_kv,
         seq_lens, block_tables: as for the paged prefill wrapper; window_right: 0 only."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
@@ -177,4 +179,10 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         del enable_pdl
         refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
         self._check_run_window(window_left)
-        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+        try:
+            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+        except FlashbandError as e:
+            renamed = _in_decode_names(e) if self._native_chunks else e
+            if renamed is e:
+                raise
+            raise renamed.with_traceback(e.__traceback__) from None

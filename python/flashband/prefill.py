@@ -100,9 +100,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
                  kv_indptr_buf: Any = None, custom_mask_buf: Any = None,
-                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None) -> None:
+                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
+                 jit_kwargs: Any = None) -> None:
         refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args)
+                           jit_args=jit_args, jit_kwargs=jit_kwargs)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(dict(qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf),
                                  (("qo_indptr_buf", 1), ("kv_indptr_buf", 1)))
@@ -168,9 +169,10 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                  use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
                  paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
-                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None) -> None:
+                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
+                 jit_kwargs: Any = None) -> None:
         refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args)
+                           jit_args=jit_args, jit_kwargs=jit_kwargs)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(
             dict(qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,

@@ -514,6 +514,56 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
             prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32", **kw)
 
 
+def test_plans_keep_copies_of_host_index_arrays():
+    """Engines rewrite their host index buffers every step: a plan keeps its own copies, so
+    a run that re-plans (LSE asked otherwise than planned) still computes the planned
+    problem."""
+    rng = np.random.default_rng(13)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    indptr, indices, last = paged.indptr.copy(), paged.indices.copy(), paged.last_page_len.copy()
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(np.empty(0, np.uint8), backend="cpu")
+    w.plan(indptr, indices, last, 4, 2, D, 16, q_data_type="float32")
+    indices[:] = indices[::-1]
+    last[:] = 1
+    out, lse = w.run(batch.q.astype(np.float32), cache, return_lse=True)  # re-plans for LSE
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert np.abs(lse - ref_lse).max() < 1e-3
+
+
+def test_flashinfer_aliases_and_index_buffer_checks():
+    rng = np.random.default_rng(14)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    ws = np.empty(0, np.uint8)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True, backend="cpu")
+    assert w.is_cuda_graph_enabled
+    w.begin_forward(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+                    q_data_type="float32")
+    out, lse = w.run_return_lse(batch.q.astype(np.float32), cache)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert np.abs(lse - ref_lse).max() < 1e-3
+    with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer: must be contiguous"):
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, paged_kv_indices_buffer=np.zeros(16, np.int32)[::2])
+    with pytest.raises(flashband.InvalidArgumentError, match="different batch sizes"):
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, np.zeros(4, np.int32),
+                                                     np.zeros(8, np.int32), np.zeros(2, np.int32))
+    with pytest.raises(flashband.InvalidArgumentError, match="qo_indptr_buf: a list"):
+        flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, qo_indptr_buf=[0, 1])
+    with pytest.raises(flashband.UnsupportedError, match="jit_kwargs"):
+        flashband.BatchPrefillWithPagedKVCacheWrapper(ws, jit_kwargs={"x": 1})
+    # q_len_per_req > 1: errors name the decode's arguments, not the prefill's behind it.
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32",
+           q_len_per_req=3)
+    with pytest.raises(flashband.InvalidArgumentError, match=r"^q \(batch x q_len_per_req rows\)"):
+        w.run(batch.q.astype(np.float32), cache)  # 2 rows where the plan needs 6
+
+
 def test_run_before_plan():
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
     q, k, v = qkv(_numpy_env(), "float32")
