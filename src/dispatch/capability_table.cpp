@@ -108,8 +108,8 @@ const std::vector<Backend>& auto_preference(const ProblemDesc& problem) {
   // its kernel is 0.78x cuDNN's at batch 1 and level from 128. Eager decode, which re-plans
   // every step over drifting batches, takes sm80; under cuda_graph the batch size is fixed,
   // so the builds come once, and cuDNN replays across page growth within a power-of-two
-  // bucket of the longest request. (sm80's cuda_graph plans replay across any growth, but
-  // not yet GPU-verified: notes, session 54.)
+  // bucket of the longest request. (sm80's cuda_graph plans replay as the caches grow, but
+  // that is not yet GPU-verified: docs/notes.md, session 54.)
   static const std::vector<Backend> eager_decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
   if (problem.device == Device::kCPU) return host;
   return problem.op == Op::kPagedDecode && !problem.cuda_graph ? eager_decode : cuda;

@@ -27,13 +27,13 @@ class WorkspaceRegions {
   bool fits(std::size_t array_bytes, std::size_t scratch_bytes) const;
   // Where the scratch starts once the arrays take `array_bytes`, and the room it has there.
   unsigned char* scratch(std::size_t array_bytes) const;
+  std::size_t scratch_room(std::size_t array_bytes) const;
   // The scratch's offset in `data`: 0 beside a plan_data; in one buffer right after
   // `array_bytes` of arrays or, `at_end`, `scratch_bytes` from the buffer's end (aligned
   // down), where arrays that grow between plans do not move it (cuda_graph plans, whose
   // captured launches keep their scratch address). Meaningful where fits() holds.
   std::size_t scratch_offset(std::size_t array_bytes, std::size_t scratch_bytes, bool at_end) const;
   unsigned char* data_at(std::size_t offset) const;
-  std::size_t scratch_room(std::size_t array_bytes) const;
 
   // For errors: "got N bytes" or "got N bytes of plan_data and M bytes of data".
   std::string got() const;
