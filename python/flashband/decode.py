@@ -79,7 +79,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     FlashInfer's CUDA-graph buffers (1-D int32): each plan() writes its arrays into them;
     under use_cuda_graph paged_kv_last_page_len_buffer's length fixes the batch size, as in
     FlashInfer, and paged_kv_indices_buffer's length sizes the wrapper's int workspace, so
-    plans up to it keep a captured graph's arrays in place. jit_args is refused."""
+    an sm80 wrapper's plans up to it keep a captured graph's arrays in place (where cudnn
+    may plan, its page table also grows with the longest request). jit_args is refused."""
 
     _native_class = _C.BatchDecodePaged
 

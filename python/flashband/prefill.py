@@ -160,8 +160,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper.
     qo_indptr_buf, paged_kv_indptr_buf, paged_kv_indices_buf, paged_kv_last_page_len_buf:
     FlashInfer's CUDA-graph buffers, as the ragged wrapper's; paged_kv_indices_buf's length
-    also sizes the wrapper's int workspace, so plans up to it keep a captured graph's
-    arrays in place."""
+    also sizes the wrapper's int workspace, as the decode wrapper's does."""
 
     _native_class = _C.BatchPrefillPaged
 
