@@ -34,6 +34,7 @@ struct ProblemDesc {
   // Options::cuda_graph: runs are replayed in CUDA graphs across plans. auto's order for
   // paged decode follows it (dispatch/capability_table.cpp, auto_preference).
   bool cuda_graph = false;
+  bool disable_split_kv = false;  // Options::disable_split_kv
 };
 
 struct SupportAnswer {

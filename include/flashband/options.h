@@ -30,6 +30,12 @@ struct Options {
   // workspace. single_prefill refuses it (it plans every call). auto's paged decode takes
   // cudnn with it and sm80 without (docs/semantics.md).
   bool cuda_graph = false;
+  // FlashInfer's disable_split_kv: no split-KV, so one CTA reduces each row over its whole
+  // key range and no merge runs. Results then no longer depend on how the planner cut the
+  // keys, which varies with the other requests of a batch (sm80's results become
+  // independent of them; sm90's tile choice still follows the batch). cpu never splits;
+  // cudnn refuses it (the capability table), since cuDNN picks its own engines.
+  bool disable_split_kv = false;
 };
 
 }  // namespace flashband

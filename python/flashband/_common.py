@@ -37,7 +37,7 @@ def refuse_unsupported(**given: Any) -> None:
                "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
                # FlashInfer's split-KV controls (engines pass their neutral values), the
                # trtllm-gen/cuDNN inputs, a right window and attention sinks.
-               "fixed_split_size": (None, -1), "disable_split_kv": False, "seq_lens": None,
+               "fixed_split_size": (None, -1), "seq_lens": None,
                "block_tables": None, "window_right": 0, "sinks": None}
     for name, value in given.items():
         allowed = neutral[name] if isinstance(neutral[name], tuple) else (neutral[name],)
@@ -49,12 +49,14 @@ def refuse_unsupported(**given: Any) -> None:
 def make_options(*, causal: bool = False, window_left: int = -1,
                  logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
-                 stream: int = 0, cuda_graph: bool = False) -> "_C.Options":
+                 stream: int = 0, cuda_graph: bool = False,
+                 disable_split_kv: bool = False) -> "_C.Options":
     return _C.Options(causal=bool(causal), window_left=int(window_left),
                       logits_soft_cap=None if logits_soft_cap is None else float(logits_soft_cap),
                       sm_scale=None if sm_scale is None else float(sm_scale),
                       return_lse=bool(return_lse), kv_layout=kv_layout, backend=backend,
-                      stream=stream, cuda_graph=bool(cuda_graph))
+                      stream=stream, cuda_graph=bool(cuda_graph),
+                      disable_split_kv=bool(disable_split_kv))
 
 
 def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):

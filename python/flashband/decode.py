@@ -128,7 +128,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         seq_lens, block_tables: as for the paged prefill wrapper; window_right: 0 only."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
                            window_right=window_right, fixed_split_size=fixed_split_size,
-                           disable_split_kv=disable_split_kv, seq_lens=seq_lens, block_tables=block_tables)
+                           seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         q_len = int(q_len_per_req)
         if q_len < 1:
@@ -143,7 +143,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         host_indptr = fw.host_int32(indptr, "indptr")
         pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
                  _num_pages(num_pages, host_indices, self._cache_pages))
-        semantics = dict(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale)
+        semantics = dict(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                         disable_split_kv=disable_split_kv)
         buffers = dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
                        paged_kv_last_page_len_buffer=pages[2])
         heads = (num_qo_heads, num_kv_heads, head_dim, dtype)

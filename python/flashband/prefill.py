@@ -121,19 +121,20 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         """Host work for a batch (index arrays may live on any device; they are copied to the
         host). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
-        o_data_type: q's dtype or None; fixed_split_size and disable_split_kv: their neutral
-        values only (None or -1, False)."""
+        o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
+        no split-KV (one pass over each row's keys; cudnn refuses it)."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
-                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv)
+                           fixed_split_size=fixed_split_size)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
-                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                                 disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
                       dict(qo_indptr_buf=qo, kv_indptr_buf=kv))
 
@@ -200,7 +201,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
-                           fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv,
+                           fixed_split_size=fixed_split_size,
                            seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
@@ -211,7 +212,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices, self._cache_pages),
                 num_qo_heads, num_kv_heads, head_dim_qk, dtype)
         self._do_plan(args, dict(causal=causal, window_left=window_left,
-                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                                 logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                                 disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads,
                       plan_sizes(qo, head_dim_qk, indptr),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,

@@ -15,7 +15,7 @@ void bind_options(nb::module_& m) {
           "__init__",
           [](Options* self, bool causal, int window_left, std::optional<float> logits_soft_cap,
              std::optional<float> sm_scale, bool return_lse, const std::string& kv_layout,
-             const std::string& backend, std::uintptr_t stream, bool cuda_graph) {
+             const std::string& backend, std::uintptr_t stream, bool cuda_graph, bool disable_split_kv) {
             Options o;
             o.causal = causal;
             o.window_left = window_left;
@@ -26,18 +26,21 @@ void bind_options(nb::module_& m) {
             o.backend = parse_backend(backend.c_str());
             o.stream = stream_ptr(stream);
             o.cuda_graph = cuda_graph;
+            o.disable_split_kv = disable_split_kv;
             new (self) Options(o);
           },
           nb::kw_only(), nb::arg("causal") = false, nb::arg("window_left") = -1,
           nb::arg("logits_soft_cap").none() = nb::none(), nb::arg("sm_scale").none() = nb::none(),
           nb::arg("return_lse") = false, nb::arg("kv_layout") = "NHD",
-          nb::arg("backend") = "auto", nb::arg("stream") = 0, nb::arg("cuda_graph") = false)
+          nb::arg("backend") = "auto", nb::arg("stream") = 0, nb::arg("cuda_graph") = false,
+          nb::arg("disable_split_kv") = false)
       .def_rw("causal", &Options::causal)
       .def_rw("window_left", &Options::window_left)
       .def_rw("logits_soft_cap", &Options::logits_soft_cap)
       .def_rw("sm_scale", &Options::sm_scale)
       .def_rw("return_lse", &Options::return_lse)
       .def_rw("cuda_graph", &Options::cuda_graph)
+      .def_rw("disable_split_kv", &Options::disable_split_kv)
       .def_prop_rw(
           "kv_layout", [](const Options& o) { return std::string(kv_layout_name(o.kv_layout)); },
           [](Options& o, const std::string& s) { o.kv_layout = parse_kv_layout(s); })

@@ -478,10 +478,10 @@ def test_decode_with_several_queries_per_request():
 
 
 def test_flashinfer_options_at_their_neutral_values_are_taken():
-    """Engines pass FlashInfer's split-KV controls, o_data_type and run()'s window_left,
-    enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value). Other
-    values, and inputs flashband has no use for (seq_lens, block_tables, sinks,
-    window_right), are refused by name."""
+    """Engines pass FlashInfer's fixed_split_size, o_data_type and run()'s window_left,
+    enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value;
+    disable_split_kv at either, honoured). Other values, and inputs flashband has no use
+    for (seq_lens, block_tables, sinks, window_right), are refused by name."""
     rng = np.random.default_rng(12)
     batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     paged = Paged(rng, batch, 16)
@@ -498,7 +498,7 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
         w.run(q, cache, window_left=3)
     with pytest.raises(flashband.UnsupportedError, match="sinks"):
         w.run(q, cache, sinks=np.zeros(4, np.float32))
-    refused = [dict(o_data_type="float16"), dict(fixed_split_size=8), dict(disable_split_kv=True),
+    refused = [dict(o_data_type="float16"), dict(fixed_split_size=8),
                dict(window_right=-1), dict(seq_lens=np.array([20, 40], np.int32)),
                dict(block_tables=np.zeros((2, 3), np.int32))]
     for kw in refused:
@@ -509,9 +509,15 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
     prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32",
                  window_left=7, o_data_type="float32", fixed_split_size=None, disable_split_kv=False)
     assert_out(prefill.run(q, cache, window_left=7, enable_pdl=True).astype(np.float64), ref, "float32")
-    for kw in (dict(disable_split_kv=True), dict(seq_lens=np.array([20, 40], np.int32))):
+    for kw in (dict(fixed_split_size=4), dict(seq_lens=np.array([20, 40], np.int32))):
         with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):
             prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32", **kw)
+    # disable_split_kv is honoured (the cpu backend never splits); the option reaches C++.
+    prefill.plan(batch.qo_indptr, *args[:3], 4, 2, D, 16, q_data_type="float32", window_left=7,
+                 disable_split_kv=True)
+    assert_out(prefill.run(q, cache).astype(np.float64), ref, "float32")
+    assert "disable_split_kv=True" in repr(flashband._C.ProblemDesc(disable_split_kv=True))
+    assert flashband._C.Options(disable_split_kv=True).disable_split_kv
 
 
 def test_plans_keep_copies_of_host_index_arrays():

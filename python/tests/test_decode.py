@@ -110,3 +110,31 @@ def test_decode_with_several_queries_per_request(env, dtype, window):
                                      window_left=window)
     assert_out(env.to64(out), ref_o, dtype)
     assert_lse(env.to64(lse), ref_lse, dtype)
+
+
+def test_disable_split_kv(env, dtype):
+    """disable_split_kv: one request over a long cache, which the GPU backends split unless
+    told not to; with it, one pass (num_kv_splits 1) and the same result. cudnn refuses it
+    by name (cuDNN picks its own engines)."""
+    rng = np.random.default_rng(34)
+    batch = Ragged(rng, [1], [6000], 8, 1, 128)
+    env.require(op="paged_decode", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, page_size=16)
+    paged = Paged(rng, batch, 16)
+    kv = cache(env, paged, dtype, "NHD", False)
+    q = env.array(batch.q, dtype)
+    ref, _ = batch.reference(env.reference, env.to64(q), env.to64(env.array(batch.k, dtype)),
+                             env.to64(env.array(batch.v, dtype)))
+    if env.backend == "cudnn":
+        with pytest.raises(flashband.UnsupportedError, match="disable_split_kv"):
+            plan_decode(env, batch, paged, dtype, "NHD", disable_split_kv=True)
+        return
+    wrapper = plan_decode(env, batch, paged, dtype, "NHD", disable_split_kv=True)
+    out = wrapper.run(q, kv)
+    env.sync()
+    assert_out(env.to64(out), ref, dtype)
+    assert wrapper.last_run_info.num_kv_splits == 1
+    if env.device == "cuda" and wrapper.last_run_info.backend == "sm80":
+        split = plan_decode(env, batch, paged, dtype, "NHD")
+        split.run(q, kv)
+        assert split.last_run_info.num_kv_splits > 1  # the test would see a split otherwise

@@ -57,6 +57,7 @@ Limits cudnn_limits(bool decode_before_sm90) {
   // Its band mask is wrong for rows left of key 0 when qo_len > kv_len (bottom-right alignment).
   l.window_qo_longer_than_kv = false;
   l.page_size_pow2 = true;  // its paged-cache load needs a power-of-two block size
+  l.split_kv_control = false;  // cuDNN picks its engines, which may cut the keys themselves
   l.cudnn_versions = true;
   return l;
 }

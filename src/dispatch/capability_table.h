@@ -34,6 +34,7 @@ struct Limits {
   bool page_size_pow2 = false;  // only powers of two
   bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
   bool window_qo_longer_than_kv = true;  // window_left with a request whose qo_len > kv_len
+  bool split_kv_control = true;  // honours Options::disable_split_kv
   // cudnn rows: runtime cuDNN versions are also checked against
   // backends/cudnn/known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.
   bool cudnn_versions = false;

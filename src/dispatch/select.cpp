@@ -62,6 +62,8 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
   if (p.window_left >= 0 && p.qo_longer_than_kv && !l.window_qo_longer_than_kv)
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) +
            " when a request has qo_len > kv_len";
+  if (p.disable_split_kv && !l.split_kv_control)
+    return prefix(b) + "does not support disable_split_kv=true (it cannot promise that no engine splits the keys)";
   if (p.has_empty_rows && !l.empty_rows)
     return prefix(b) + "does not support query rows that see no key (causal with qo_len > kv_len, or kv_len 0)";
   if (is_paged(p.op) || p.op == Op::kSinglePrefill || p.op == Op::kRaggedPrefill) {

@@ -51,6 +51,21 @@ std::string pages(const dispatch::CapabilityRow& r) {
   return std::to_string(l.min_page_size) + "–" + std::to_string(l.max_page_size);
 }
 
+// The backends with a supported row whose limits lack `allows`, as "a, b", or "none".
+template <class Allows>
+std::string refused_by(Allows allows) {
+  std::string out;
+  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    for (const auto& r : dispatch::capability_table()) {
+      if (r.backend == b && r.status != dispatch::Status::kUnsupported && !allows(r.limits)) {
+        out += (out.empty() ? "" : ", ") + std::string(backend_name(b));
+        break;
+      }
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 std::string support_matrix_markdown() {
@@ -68,30 +83,13 @@ std::string support_matrix_markdown() {
     s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
       << yes(l.soft_cap) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
-  s << "\nA sliding window with a request whose qo_len > kv_len is refused by: ";
-  bool any = false;
-  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
-    for (const auto& r : dispatch::capability_table()) {
-      if (r.backend == b && r.status != dispatch::Status::kUnsupported && !r.limits.window_qo_longer_than_kv) {
-        s << (any ? ", " : "") << backend_name(b);
-        any = true;
-        break;
-      }
-    }
-  }
-  s << (any ? "" : "none") << ".\n";
-  s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: ";
-  bool first = true;
-  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
-    for (const auto& r : dispatch::capability_table()) {
-      if (r.backend == b && r.status != dispatch::Status::kUnsupported && !r.limits.empty_rows) {
-        s << (first ? "" : ", ") << backend_name(b);
-        first = false;
-        break;
-      }
-    }
-  }
-  s << (first ? "none" : "") << ".\n\ncuDNN versions refused at selection: older than "
+  s << "\nA sliding window with a request whose qo_len > kv_len is refused by: "
+    << refused_by([](const dispatch::Limits& l) { return l.window_qo_longer_than_kv; }) << ".\n";
+  s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: "
+    << refused_by([](const dispatch::Limits& l) { return l.empty_rows; }) << ".\n";
+  s << "\n`disable_split_kv` (no split-KV) is refused by: "
+    << refused_by([](const dispatch::Limits& l) { return l.split_kv_control; }) << ".\n";
+  s << "\ncuDNN versions refused at selection: older than "
     << cudnn_backend::kMinCudnnVersion;
   for (const auto& w : cudnn_backend::kKnownBadWindows)
     s << "; " << w.first << "–" << w.last << " (" << w.reason << ")";

@@ -196,6 +196,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.max_kv_len = max_kv;
   d.qo_longer_than_kv = qo_longer;
   d.cuda_graph = r.opts.cuda_graph;
+  d.disable_split_kv = r.opts.disable_split_kv;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry());

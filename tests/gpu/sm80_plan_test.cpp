@@ -395,6 +395,20 @@ TEST(Sm80WorkPlan, GraphPlansLaunchAlikeAsTheCacheGrows) {
     }
 }
 
+// Options::disable_split_kv: one split whatever the lengths, eager or under cuda_graph.
+TEST(Sm80WorkPlan, DisableSplitKvKeepsOneSplit) {
+  for (bool graph : {false, true}) {
+    Problem pr{{}, {8000}, 32, 8, 128, false, -1, true, true, 16, graph};
+    detail::Plan plan = make_plan(pr);
+    ASSERT_GT(make_work_plan(plan, 132, 1 << 26).num_kv_splits, 2);
+    plan.opts.disable_split_kv = true;
+    const WorkPlan wp = make_work_plan(plan, 132, 1 << 26);
+    EXPECT_EQ(wp.num_kv_splits, 1);
+    EXPECT_EQ(wp.scratch_bytes, 0u);
+    EXPECT_EQ(wp.work.size(), std::size_t{8});  // one row tile per kv head
+  }
+}
+
 TEST(Sm80SplitPolicy, AWaveOfSplitsUnderCudaGraphs) {
   SplitInputs in;
   in.slots = 264;

@@ -246,6 +246,29 @@ TEST(Dispatch, DeviceMismatchIsInvalidArgument) {
   }
 }
 
+// Options::disable_split_kv: a backend that cannot promise it (cudnn: cuDNN picks its own
+// engines) refuses by name, and auto takes one that can.
+TEST(Dispatch, DisableSplitKvGoesToBackendsThatHonourIt) {
+  CapabilityRow cudnn = row(Backend::kCUDNN, true);
+  cudnn.limits.split_kv_control = false;
+  const std::vector<CapabilityRow> table = {cudnn, row(Backend::kSM80, true)};
+  const Registry reg = full_registry({Backend::kSM80, Backend::kCUDNN});
+  ProblemDesc p = cuda_problem();
+  EXPECT_EQ(select(p, Backend::kAuto, hopper(), reg, table).backend, Backend::kCUDNN);
+  p.disable_split_kv = true;
+  EXPECT_EQ(select(p, Backend::kAuto, hopper(), reg, table).backend, Backend::kSM80);
+  try {
+    select(p, Backend::kCUDNN, hopper(), reg, table);
+    FAIL() << "cudnn accepted disable_split_kv";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(err.what()).find("disable_split_kv"), std::string::npos) << err.what();
+  }
+  // The shipped table: only cudnn's rows refuse it.
+  for (const CapabilityRow& r : capability_table())
+    EXPECT_EQ(r.limits.split_kv_control, r.backend != Backend::kCUDNN) << backend_name(r.backend);
+}
+
 TEST(Dispatch, ShippedTableCpuRunsEverythingOnHost) {
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill, Op::kPagedDecode}) {
     ProblemDesc p;

@@ -83,7 +83,7 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   in.max_tiles = max_tiles;
   in.slots = static_cast<int64_t>(sm_count) * tile.ctas_per_sm;
   in.min_tiles_per_split = (kMinKeysPerSplit + tile.block_n - 1) / tile.block_n;
-  int64_t max_splits = kMaxKVSplits;
+  int64_t max_splits = plan.opts.disable_split_kv ? 1 : kMaxKVSplits;
   if (items > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxSplitWorkItems / items));
   if (rows > 0) max_splits = std::min<int64_t>(max_splits, std::max<int64_t>(1, kMaxPartialRowSplits / rows));
   while (max_splits > 1 && !workspace.fits(arrays(static_cast<int>(max_splits)), partials(static_cast<int>(max_splits))))

@@ -135,8 +135,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
 
   const WorkspaceRegions regions(workspace);
   const bool have_workspace = !regions.empty();
-  const bool wide =
-      sm90::plan_wide_tiles(in, a.head_dim, runtime_mask, paged, tma_pages, have_workspace ? sm90::kMaxKVSplits : 1);
+  const int split_limit = have_workspace && !plan.opts.disable_split_kv ? sm90::kMaxKVSplits : 1;
+  const bool wide = sm90::plan_wide_tiles(in, a.head_dim, runtime_mask, paged, tma_pages, split_limit);
   const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
@@ -199,7 +199,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
     throw Error(ErrorCode::kInvalidArgument, "workspace: " + regions.got() + ", this sm90 plan needs at least " +
                                                  regions.need(arrays(1), 0) + " (index arrays and work list)");
 
-  int max_splits = sm90::kMaxKVSplits;
+  int max_splits = split_limit;
   while (max_splits > 1 && !regions.fits(arrays(max_splits), partials(max_splits))) --max_splits;
   const int S = sm90::splits_by_makespan(in, sm90::wave_splits(in, max_splits, sm90::kMinKVTilesPerSplit), max_splits,
                                          sm90::kMinKVTilesPerSplit, sm90::split_merge_steps(a.head_dim));
