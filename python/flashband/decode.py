@@ -3,7 +3,8 @@ names and arguments). Decode is prefill with qo_len = 1 and gives the same resul
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Union
+import contextlib
+from typing import Any, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
@@ -69,6 +70,19 @@ def _in_decode_names(e: Exception) -> Exception:
         if isinstance(e, FlashbandError) and message.startswith(prefill_name):
             return type(e)(decode_name + message[len(prefill_name):])
     return e
+
+
+@contextlib.contextmanager
+def _decode_names(active: bool) -> Iterator[None]:
+    """Re-raises errors of the paged prefill behind q_len_per_req > 1 (active) in the decode
+    wrapper's argument names (_in_decode_names)."""
+    try:
+        yield
+    except FlashbandError as e:
+        renamed = _in_decode_names(e) if active else e
+        if renamed is e:
+            raise
+        raise renamed.with_traceback(e.__traceback__) from None
 
 
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
@@ -161,15 +175,13 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             qo_indptr = (np.arange(batch + 1, dtype=np.int32) * q_len).astype(np.int32)
             args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
             semantics["causal"] = True
-        try:
-            self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers)
-        except Exception as e:
-            if self._native is not previous and not _installed_anyway(e):
-                self._native, self._native_chunks = previous, previous_chunks
-            renamed = _in_decode_names(e) if q_len > 1 else e
-            if renamed is e:
+        with _decode_names(q_len > 1):
+            try:
+                self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers)
+            except Exception as e:
+                if self._native is not previous and not _installed_anyway(e):
+                    self._native, self._native_chunks = previous, previous_chunks
                 raise
-            raise renamed.with_traceback(e.__traceback__) from None
         self._q_len_per_req = q_len
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
@@ -181,10 +193,5 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         del enable_pdl
         refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
         self._check_run_window(window_left)
-        try:
+        with _decode_names(self._native_chunks):
             return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
-        except FlashbandError as e:
-            renamed = _in_decode_names(e) if self._native_chunks else e
-            if renamed is e:
-                raise
-            raise renamed.with_traceback(e.__traceback__) from None
