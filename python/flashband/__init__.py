@@ -1,8 +1,9 @@
 """flashband: attention kernels for LLM serving with FlashInfer's semantics and names.
 
-Switching from FlashInfer is a rename: ``flashinfer.single_prefill_with_kv_cache`` ->
-``flashband.single_prefill_with_kv_cache``, and so on for the batch wrappers and
-``merge_state(s)``. Tensors may come from any DLPack framework (torch, NumPy, CuPy) and
+Calls of FlashInfer's attention functions switch by a rename:
+``flashinfer.single_prefill_with_kv_cache`` -> ``flashband.single_prefill_with_kv_cache``,
+and so on for the batch wrappers and ``merge_state(s)`` (python/README.md lists what is
+not there). Tensors may come from any DLPack framework (torch, NumPy, CuPy) and
 are never copied; errors are ``flashband.FlashbandError`` subclasses (see flashband.errors).
 """
 

@@ -15,6 +15,8 @@ Array: TypeAlias = Any
 DTypeLike: TypeAlias = Any
 # (k_cache, v_cache), or one stacked [num_pages, 2, ...] array.
 PagedKVCache: TypeAlias = Union[Tuple[Array, Array], Array]
+# An fp8 dequantisation scale: None or 1.0 (a number or a one-element array) only.
+Scale: TypeAlias = Union[None, float, Array]
 
 __version__: str
 ProblemDesc = _C.ProblemDesc
@@ -62,6 +64,30 @@ class _BatchWrapper:
     def is_cuda_graph_enabled(self) -> bool: ...
     def begin_forward(self, *args: Any, **kwargs: Any) -> None: ...
     def run_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
+    def forward_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
+    def end_forward(self) -> None: ...
+    # FlashInfer's attributes that engines read: the plan's settings and the index buffers
+    # given to the constructor (read-only).
+    @property
+    def _causal(self) -> bool: ...
+    @property
+    def _window_left(self) -> int: ...
+    @property
+    def _logits_soft_cap(self) -> float: ...
+    @property
+    def _sm_scale(self) -> Optional[float]: ...
+    @property
+    def _fixed_batch_size(self) -> int: ...
+    @property
+    def _qo_indptr_buf(self) -> Optional[Array]: ...
+    @property
+    def _kv_indptr_buf(self) -> Optional[Array]: ...
+    @property
+    def _paged_kv_indptr_buf(self) -> Optional[Array]: ...
+    @property
+    def _paged_kv_indices_buf(self) -> Optional[Array]: ...
+    @property
+    def _paged_kv_last_page_len_buf(self) -> Optional[Array]: ...
 
 class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
@@ -85,11 +111,19 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
              non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False) -> None: ...
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+             prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
+             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None) -> None: ...
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
             sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, k: Array, v: Array, *, causal: bool = False,
+                pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                rope_theta: Optional[float] = None,
+                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
@@ -118,12 +152,21 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
              non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: None = None, block_tables: None = None) -> None: ...
+             seq_lens: None = None, block_tables: None = None, seq_lens_q: None = None,
+             max_token_per_sequence: None = None, max_sequence_kv: None = None,
+             prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
+             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
-            lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
-            k_scale: None = None, v_scale: None = None, enable_pdl: Optional[bool] = None,
+            lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
+            k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None,
             sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, causal: bool = False,
+                pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                k_scale: Scale = None, v_scale: Scale = None, window_left: int = -1,
+                logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
@@ -151,10 +194,16 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
              seq_lens: None = None, block_tables: None = None) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
-            lse: Optional[Array] = None, return_lse: bool = False, q_scale: None = None,
-            k_scale: None = None, v_scale: None = None, enable_pdl: Optional[bool] = None,
+            lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
+            k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None,
             sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, pos_encoding_mode: str = "NONE",
+                q_scale: Scale = None, k_scale: Scale = None, v_scale: Scale = None,
+                window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                rope_theta: Optional[float] = None,
+                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 def merge_state(v_a: Array, s_a: Array, v_b: Array, s_b: Array, *,
                 v_out: Optional[Array] = None,

@@ -24,12 +24,26 @@ def record(info: "_C.RunInfo") -> None:
     _last.info = info
 
 
+def _is(value: Any, neutral: Any) -> bool:
+    if value is neutral:
+        return True
+    if neutral is None or isinstance(value, (str, bytes)) != isinstance(neutral, (str, bytes)):
+        return False
+    try:  # a number, or a one-element array (a scale tensor)
+        return bool(value == neutral)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
 def refuse_unsupported(**given: Any) -> None:
     """FlashInfer parameters outside flashband's contract (SPEC.md): accepted only at their
     neutral value, so that code written for FlashInfer fails loudly instead of computing
     something else."""
     neutral = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE",
-               "q_scale": None, "k_scale": None, "v_scale": None,
+               # fp8 dequantisation scales: engines pass 1.0 for fp16/bf16 caches (vLLM
+               # does on every run), which scales nothing.
+               "q_scale": (None, 1.0), "k_scale": (None, 1.0), "v_scale": (None, 1.0),
+               "o_scale": (None, 1.0),
                # fp16 QK accumulation would lower precision below the contract's float32;
                # RoPE parameters only mean something with a RoPE mode, which is refused.
                "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
@@ -37,13 +51,29 @@ def refuse_unsupported(**given: Any) -> None:
                "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
                # FlashInfer's split-KV controls (engines pass their neutral values), the
                # trtllm-gen/cuDNN inputs, a right window and attention sinks.
-               "fixed_split_size": (None, -1), "seq_lens": None,
-               "block_tables": None, "window_right": 0, "sinks": None}
+               "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
+               "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
+               "window_right": 0, "sinks": None,
+               # FlashInfer's multi-item scoring (SGLang passes these neutral values).
+               "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
+               "token_pos_in_items_len": 0, "max_item_len_ptr": None}
     for name, value in given.items():
         allowed = neutral[name] if isinstance(neutral[name], tuple) else (neutral[name],)
-        if not any(value is a or (a is not None and value == a) for a in allowed):
+        if not any(_is(value, a) for a in allowed):
             shown = " or ".join(repr(a) for a in allowed)
             raise UnsupportedError(f"{name}: {value!r} is not supported by flashband (allowed: {shown})")
+
+
+# FlashInfer's backend names for the kernels flashband has too: its FlashAttention-2 kernels
+# (mma.sync, any arch from sm_80) are sm80's kind, its FlashAttention-3 ones (Hopper's TMA
+# and wgmma) sm90's. Its other names (trtllm-gen, cutlass, cute-dsl: Blackwell kernels)
+# have no counterpart and are refused by make_options, naming the backends there are.
+_BACKEND_ALIASES = {"fa2": "sm80", "fa3": "sm90"}
+
+
+def backend_name(backend: str) -> str:
+    """flashband's name for a backend given by flashband's or FlashInfer's name."""
+    return _BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
 
 
 def make_options(*, causal: bool = False, window_left: int = -1,
@@ -54,7 +84,7 @@ def make_options(*, causal: bool = False, window_left: int = -1,
     return _C.Options(causal=bool(causal), window_left=int(window_left),
                       logits_soft_cap=None if logits_soft_cap is None else float(logits_soft_cap),
                       sm_scale=None if sm_scale is None else float(sm_scale),
-                      return_lse=bool(return_lse), kv_layout=kv_layout, backend=backend,
+                      return_lse=bool(return_lse), kv_layout=kv_layout, backend=backend_name(backend),
                       stream=stream, cuda_graph=bool(cuda_graph),
                       disable_split_kv=bool(disable_split_kv))
 

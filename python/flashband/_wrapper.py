@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _C
 from . import _frameworks as fw
-from ._common import make_options, outputs, record
+from ._common import backend_name, make_options, outputs, record, refuse_unsupported
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
 
 
@@ -47,6 +47,17 @@ def _installed_anyway(e: Exception) -> bool:
     return isinstance(e, UnsupportedError) and str(e).startswith("cuda_graph:")
 
 
+def _settings_key(semantics: dict, head_dim: int) -> tuple:
+    """What a plan's settings compute: a soft cap of None is 0 (off), sm_scale None is the
+    default 1/sqrt(head_dim), both as the float32 the kernels take."""
+    cap = semantics.get("logits_soft_cap")
+    scale = semantics.get("sm_scale")
+    scale = (np.float32(1.0) / np.sqrt(np.float32(head_dim)) if scale is None else np.float32(scale))
+    return (bool(semantics.get("causal", False)), int(semantics.get("window_left", -1)),
+            np.float32(0.0 if cap is None else cap), scale,
+            bool(semantics.get("disable_split_kv", False)))
+
+
 class BatchWrapperBase:
     _native_class: Any = None
 
@@ -54,7 +65,7 @@ class BatchWrapperBase:
                  use_cuda_graph: bool = False, *, backend: str = "auto") -> None:
         make_options(kv_layout=kv_layout, backend=backend)  # raises naming a bad value now
         self._kv_layout = kv_layout
-        self._backend = backend
+        self._backend = backend_name(backend)  # FlashInfer's fa2 / fa3 as sm80 / sm90
         # FlashInfer's meaning: a run() captured in a CUDA graph stays valid across plan()
         # calls. The native plan keeps that promise or raises (Options.cuda_graph).
         self._use_cuda_graph = bool(use_cuda_graph)
@@ -69,7 +80,8 @@ class BatchWrapperBase:
         self._planned_lse = False
         self._num_qo_heads = 0
         self._cache_pages = 0  # pages of the paged cache the last run() was given
-        self._index_buffers: dict = {}   # FlashInfer's CUDA-graph index buffers, by name
+        self._given_buffers: dict = {}   # FlashInfer's CUDA-graph index buffers, by name
+        self._index_buffers: dict = {}   # those plans write: under use_cuda_graph only
         self._index_room: dict = {}      # their lengths
         self._graph_batch: Optional[int] = None  # the batch size they fix under use_cuda_graph
         self._page_index_room = 0        # the page-index buffer's length: the arrays' capacity
@@ -77,14 +89,20 @@ class BatchWrapperBase:
 
     def _take_index_buffers(self, given: dict, batch_from: Tuple[Tuple[str, int], ...],
                             page_indices: Optional[str] = None) -> None:
-        """FlashInfer's index buffers (qo_indptr_buf, paged_kv_indices_buffer, ...): each
-        plan() writes its arrays into them (their first entries), as FlashInfer's CUDA-graph
-        plan does, and a plan whose arrays do not fit raises naming the buffer. Under
-        use_cuda_graph the first of batch_from that is given fixes the batch size (its
-        length less the offset), as in FlashInfer; the page-index buffer's length sizes the
-        wrapper's own int workspace from the first plan on, so plans up to it keep the
-        arrays' addresses (and a captured graph)."""
-        self._index_buffers = {name: b for name, b in given.items() if b is not None}
+        """FlashInfer's CUDA-graph index buffers (qo_indptr_buf, paged_kv_indices_buffer, ...),
+        with FlashInfer's meaning: under use_cuda_graph each plan() writes its arrays into
+        them (their first entries) and a plan whose arrays do not fit raises naming the
+        buffer; the first of batch_from that is given fixes the batch size (its length less
+        the offset); the page-index buffer's length sizes the wrapper's own int workspace
+        from the first plan on, so plans up to it keep the arrays' addresses (and a captured
+        graph). Without use_cuda_graph they are only kept as attributes, as FlashInfer's
+        eager plan() rebinds them without writing: engines hand in buffers they share with
+        other wrappers, which an eager plan must not overwrite."""
+        given = {name: b for name, b in given.items() if b is not None}
+        self._given_buffers = given
+        if not self._use_cuda_graph:
+            return
+        self._index_buffers = given
         self._index_room = {name: fw.index_buffer_length(b, name, self._workspace)
                             for name, b in self._index_buffers.items()}
         batches = {name: self._index_room[name] - offset for name, offset in batch_from
@@ -93,7 +111,7 @@ class BatchWrapperBase:
             raise InvalidArgumentError(
                 "index buffers: their lengths give different batch sizes: " +
                 ", ".join(f"{name} {b}" for name, b in batches.items()))
-        if self._use_cuda_graph and batches:
+        if batches:
             self._graph_batch = next(iter(batches.values()))
         self._page_index_room = self._index_room.get(page_indices, 0) if page_indices else 0
 
@@ -123,6 +141,84 @@ class BatchWrapperBase:
     def run_return_lse(self, *args: Any, **kwargs: Any) -> Any:
         """run(..., return_lse=True), as FlashInfer's."""
         return self.run(*args, return_lse=True, **kwargs)
+
+    def end_forward(self) -> None:
+        """FlashInfer's deprecated end of begin_forward(): a plan holds nothing to release."""
+
+    def forward_return_lse(self, *args: Any, **kwargs: Any) -> Any:
+        """forward(..., return_lse=True), as FlashInfer's."""
+        return self.forward(*args, return_lse=True, **kwargs)
+
+    def _forward_settings(self, settings: dict, **refused: Any) -> None:
+        """FlashInfer's deprecated forward() gives the attention's settings with each run,
+        and FlashInfer's run() reads them then (SGLang plans without them and passes them
+        here). flashband plans them: a forward() whose settings differ from the plan's
+        re-plans with them (as a run() asking LSE otherwise does), and one whose settings
+        compute the same as the plan's (a soft cap of 0 or None, sm_scale equal to the
+        default in float32) keeps the plan, so a forward() under a CUDA-graph capture
+        launches the plan as it is."""
+        refuse_unsupported(**refused)
+        if self._plan_args is None:
+            raise InvalidArgumentError("forward: plan() (begin_forward) has not been called")
+        wanted = dict(self._semantics, **settings)
+        if _settings_key(wanted, self._plan_sizes[2]) == _settings_key(self._semantics, self._plan_sizes[2]):
+            return
+        previous = self._semantics
+        self._semantics = wanted
+        try:
+            self._plan_now(self._planned_lse)
+        except Exception as e:
+            if not _installed_anyway(e):
+                self._semantics = previous
+            raise
+
+    # FlashInfer's wrappers keep the planned settings and the CUDA-graph buffers in
+    # attributes that engines read: vLLM asserts _causal, _window_left, _logits_soft_cap
+    # and _sm_scale against its layer, SGLang writes page indices into
+    # _paged_kv_indices_buf under CUDA graphs. Read-only here: the plan holds them.
+    @property
+    def _causal(self) -> bool:
+        return bool(self._semantics.get("causal", False))
+
+    @property
+    def _window_left(self) -> int:
+        return int(self._semantics.get("window_left", -1))
+
+    @property
+    def _logits_soft_cap(self) -> float:
+        cap = self._semantics.get("logits_soft_cap")
+        return 0.0 if cap is None else float(cap)
+
+    @property
+    def _sm_scale(self) -> Optional[float]:
+        return self._semantics.get("sm_scale")
+
+    @property
+    def _fixed_batch_size(self) -> int:
+        return self._graph_batch or 0
+
+    def _given_buffer(self, stem: str) -> Any:
+        return self._given_buffers.get(stem + "_buf", self._given_buffers.get(stem + "_buffer"))
+
+    @property
+    def _qo_indptr_buf(self) -> Any:
+        return self._given_buffer("qo_indptr")
+
+    @property
+    def _kv_indptr_buf(self) -> Any:
+        return self._given_buffer("kv_indptr")
+
+    @property
+    def _paged_kv_indptr_buf(self) -> Any:
+        return self._given_buffer("paged_kv_indptr")
+
+    @property
+    def _paged_kv_indices_buf(self) -> Any:
+        return self._given_buffer("paged_kv_indices")
+
+    @property
+    def _paged_kv_last_page_len_buf(self) -> Any:
+        return self._given_buffer("paged_kv_last_page_len")
 
     @property
     def kv_layout(self) -> str:

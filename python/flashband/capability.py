@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 from . import _C
+from ._common import backend_name
 from . import _frameworks as fw
 from .errors import InvalidArgumentError
 
@@ -56,7 +57,7 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
     problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
                        window_left, logits_soft_cap, return_lse, kv_layout, page_size,
                        has_empty_rows, disable_split_kv=disable_split_kv)
-    return _C.supports(problem, backend)
+    return _C.supports(problem, backend_name(backend))
 
 
 def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", device: Any = "cuda",

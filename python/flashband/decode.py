@@ -13,7 +13,7 @@ from . import _frameworks as fw
 from ._common import refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
 from .errors import FlashbandError, InvalidArgumentError
-from .prefill import _num_pages, _paged_call, single_prefill_with_kv_cache
+from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
 
 __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
 
@@ -47,17 +47,13 @@ def single_decode_with_kv_cache(
 
 
 def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tuple[Any, Any]:
-    """data_type fills q_data_type and kv_data_type where they are not given; one given as
-    another dtype is an error, not overridden (the run would then refuse the tensors)."""
-    if data_type is None:
-        return ("float16" if q_data_type is None else q_data_type), kv_data_type
-    wanted = fw.canonical_dtype(data_type, "data_type")
-    for name, given in (("q_data_type", q_data_type), ("kv_data_type", kv_data_type)):
-        if given is not None and fw.canonical_dtype(given, name) != wanted:
-            raise InvalidArgumentError(
-                f"data_type: {wanted} differs from {name} {fw.canonical_dtype(given, name)}; "
-                "data_type is FlashInfer's older name for both, give one or the other")
-    return wanted, wanted
+    """data_type (FlashInfer's older name) fills q_data_type and kv_data_type where they are
+    not given, as FlashInfer's does; SGLang passes it as the KV cache's dtype beside
+    q_data_type. A kv dtype that then differs from q's is refused by _plan_dtype."""
+    if data_type is not None:
+        q_data_type = data_type if q_data_type is None else q_data_type
+        kv_data_type = data_type if kv_data_type is None else kv_data_type
+    return ("float16" if q_data_type is None else q_data_type), kv_data_type
 
 
 def _in_decode_names(e: Exception) -> Exception:
@@ -90,11 +86,12 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     or stacked [num_pages, 2, ...] (see BatchPrefillWithPagedKVCacheWrapper).
     float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper.
     paged_kv_indptr_buffer, paged_kv_indices_buffer, paged_kv_last_page_len_buffer:
-    FlashInfer's CUDA-graph buffers (1-D int32): each plan() writes its arrays into them;
-    under use_cuda_graph paged_kv_last_page_len_buffer's length fixes the batch size, as in
-    FlashInfer, and paged_kv_indices_buffer's length sizes the wrapper's int workspace, so
+    FlashInfer's CUDA-graph buffers (1-D int32): under use_cuda_graph, as in FlashInfer,
+    each plan() writes its arrays into them, paged_kv_last_page_len_buffer's length fixes
+    the batch size, and paged_kv_indices_buffer's length sizes the wrapper's int workspace, so
     an sm80 wrapper's plans up to it keep a captured graph's arrays in place (where cudnn
-    may plan, its page table also grows with the longest request). jit_args is refused."""
+    may plan, its page table also grows with the longest request); without it they are
+    only kept (FlashInfer's eager plan() does not write them either). jit_args is refused."""
 
     _native_class = _C.BatchDecodePaged
 
@@ -132,7 +129,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              disable_split_kv: bool = False, seq_lens: Any = None,
              block_tables: Any = None) -> None:
         """q_data_type: float16 unless given here or through data_type, FlashInfer's older
-        name for both q_data_type and kv_data_type (given beside either, it must agree).
+        name for both q_data_type and kv_data_type (it fills those not given).
         q_len_per_req (FlashInfer's, for speculative decoding): each request's last
         q_len_per_req tokens query the cache, causally (bottom-right, as in prefill); q
         then has batch * q_len_per_req rows, and under use_cuda_graph the value is fixed by
@@ -153,8 +150,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 f"{self._q_len_per_req}, part of the captured shape; use a wrapper per value")
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
-        host_indices = fw.host_int32(indices, "indices")
         host_indptr = fw.host_int32(indptr, "indptr")
+        host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
         pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
                  _num_pages(num_pages, host_indices, self._cache_pages))
         semantics = dict(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
@@ -195,3 +192,19 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         self._check_run_window(window_left)
         with _decode_names(self._native_chunks):
             return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+
+    def forward(self, q: Any, paged_kv_cache: Any, *, pos_encoding_mode: str = "NONE",
+                q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
+                window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+        """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
+        as in FlashInfer; a plan with other settings is re-planned)."""
+        with _decode_names(self._native_chunks):
+            self._forward_settings(dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
+                                        sm_scale=sm_scale),
+                                   pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale,
+                                   rope_theta=rope_theta, q_scale=q_scale, k_scale=k_scale,
+                                   v_scale=v_scale)
+        return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                        return_lse=return_lse)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple, Union
 
+import numpy as np
+
 from . import _C
 from . import _frameworks as fw
 from ._common import make_options, outputs, record, refuse_unsupported
@@ -89,10 +91,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
     batch_workspace_bytes(...) bytes, for the runs' scratch; it must outlive the runs of a
     plan, and wrappers whose runs are ordered on one stream may share it. The plan's own
     arrays go to the wrapper's int workspace (reset_workspace_buffer).
-    qo_indptr_buf, kv_indptr_buf: FlashInfer's CUDA-graph buffers (1-D int32): each plan()
-    writes its arrays into them, and under use_cuda_graph qo_indptr_buf's length fixes the
-    batch size, as in FlashInfer. custom_mask_buf, mask_indptr_buf and jit_args are refused
-    (no custom masks or JIT variants).
+    qo_indptr_buf, kv_indptr_buf: FlashInfer's CUDA-graph buffers (1-D int32): under
+    use_cuda_graph, as in FlashInfer, each plan() writes its arrays into them and
+    qo_indptr_buf's length fixes the batch size; without it they are only kept (FlashInfer's
+    eager plan() does not write them either). custom_mask_buf, mask_indptr_buf and jit_args
+    are refused (no custom masks or JIT variants).
     """
 
     _native_class = _C.BatchPrefillRagged
@@ -117,16 +120,23 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
              use_fp16_qk_reduction: bool = False, rope_scale: Optional[float] = None,
              rope_theta: Optional[float] = None, non_blocking: bool = True,
              o_data_type: Any = None, fixed_split_size: Optional[int] = None,
-             disable_split_kv: bool = False) -> None:
+             disable_split_kv: bool = False, prefix_len_ptr: Any = None,
+             token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
+             max_item_len_ptr: Any = None) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
         host). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
         o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
-        no split-KV (one pass over each row's keys; cudnn refuses it)."""
+        no split-KV (one pass over each row's keys; cudnn refuses it). FlashInfer's
+        multi-item scoring arguments (prefix_len_ptr, ...) are taken at their neutral values
+        only."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
-                           fixed_split_size=fixed_split_size)
+                           fixed_split_size=fixed_split_size, prefix_len_ptr=prefix_len_ptr,
+                           token_pos_in_items_ptr=token_pos_in_items_ptr,
+                           token_pos_in_items_len=token_pos_in_items_len,
+                           max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
@@ -151,6 +161,20 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                          lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l),
                                                        stream=fw.current_stream(q)))
 
+    def forward(self, q: Any, k: Any, v: Any, *, causal: bool = False,
+                pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+        """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
+        as in FlashInfer; a plan with other settings is re-planned)."""
+        self._forward_settings(dict(causal=causal, window_left=window_left,
+                                    logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                               pos_encoding_mode=pos_encoding_mode,
+                               use_fp16_qk_reduction=use_fp16_qk_reduction,
+                               rope_scale=rope_scale, rope_theta=rope_theta)
+        return self.run(q, k, v, return_lse=return_lse)
+
 
 class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     """Batch prefill over a paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or
@@ -160,8 +184,9 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     paged_kv_last_page_len[b] tokens.
     float_workspace_buffer: as for BatchPrefillWithRaggedKVCacheWrapper.
     qo_indptr_buf, paged_kv_indptr_buf, paged_kv_indices_buf, paged_kv_last_page_len_buf:
-    FlashInfer's CUDA-graph buffers, as the ragged wrapper's; paged_kv_indices_buf's length
-    also sizes the wrapper's int workspace, as the decode wrapper's does."""
+    FlashInfer's CUDA-graph buffers, as the ragged wrapper's; under use_cuda_graph
+    paged_kv_indices_buf's length also sizes the wrapper's int workspace, as the decode
+    wrapper's does."""
 
     _native_class = _C.BatchPrefillPaged
 
@@ -193,21 +218,31 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
              non_blocking: bool = True, o_data_type: Any = None,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: Any = None, block_tables: Any = None) -> None:
+             seq_lens: Any = None, block_tables: Any = None, seq_lens_q: Any = None,
+             max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
+             prefix_len_ptr: Any = None, token_pos_in_items_ptr: Any = None,
+             token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None) -> None:
         """num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
         o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
-        seq_lens and block_tables (FlashInfer's trtllm-gen/cuDNN inputs) are refused."""
+        seq_lens, seq_lens_q, block_tables, max_token_per_sequence and max_sequence_kv
+        (FlashInfer's trtllm-gen/cuDNN inputs) are taken as None only, the multi-item
+        scoring arguments at their neutral values."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
                            fixed_split_size=fixed_split_size,
-                           seq_lens=seq_lens, block_tables=block_tables)
+                           seq_lens=seq_lens, block_tables=block_tables, seq_lens_q=seq_lens_q,
+                           max_token_per_sequence=max_token_per_sequence,
+                           max_sequence_kv=max_sequence_kv, prefix_len_ptr=prefix_len_ptr,
+                           token_pos_in_items_ptr=token_pos_in_items_ptr,
+                           token_pos_in_items_len=token_pos_in_items_len,
+                           max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
-        indices = fw.host_int32(paged_kv_indices, "paged_kv_indices")
+        indices = fw.host_int32(_used_indices(paged_kv_indices, indptr), "paged_kv_indices")
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
         args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices, self._cache_pages),
                 num_qo_heads, num_kv_heads, head_dim_qk, dtype)
@@ -229,6 +264,33 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
+    def forward(self, q: Any, paged_kv_cache: Any, *, causal: bool = False,
+                pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                k_scale: Any = None, v_scale: Any = None, window_left: int = -1,
+                logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                return_lse: bool = False) -> Any:
+        """As the ragged wrapper's forward()."""
+        self._forward_settings(dict(causal=causal, window_left=window_left,
+                                    logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
+                               pos_encoding_mode=pos_encoding_mode,
+                               use_fp16_qk_reduction=use_fp16_qk_reduction,
+                               rope_scale=rope_scale, rope_theta=rope_theta,
+                               k_scale=k_scale, v_scale=v_scale)
+        return self.run(q, paged_kv_cache, k_scale=k_scale, v_scale=v_scale, return_lse=return_lse)
+
+
+def _used_indices(indices: Any, host_indptr: np.ndarray) -> Any:
+    """The page indices the requests use, indptr[-1] of them: engines pass longer arrays (a
+    preallocated buffer, an uninitialised tail), whose rest must be neither copied to the
+    host nor taken for page numbers. An indptr that runs past the array is left to the
+    native plan's error."""
+    shape = tuple(getattr(indices, "shape", (len(indices),) if hasattr(indices, "__len__") else ()))
+    used = int(host_indptr[-1]) if len(host_indptr) else 0
+    if len(shape) != 1 or not 0 <= used < shape[0]:
+        return indices
+    return indices[:used]
+
 
 def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> int:
     if num_pages is None:
@@ -243,17 +305,29 @@ def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> 
     return int(num_pages)
 
 
+def _page_of_one(x: Any, kv_layout: str, rank: int) -> Any:
+    """A cache of page size 1 given without its page axis, as FlashInfer takes it: k or v
+    [slots, Hk, D] (NHD) or [slots, Hk, D] read as [slots, Hk, 1, D] (HND), and stacked
+    [slots, 2, Hk, D] likewise. A view: the axis of length 1 is inserted, nothing copied."""
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) != rank - 1:
+        return x
+    return x[..., None, :, :] if kv_layout == "NHD" else x[..., None, :]
+
+
 def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
-    """run() of a paged native object, for a (k, v) pair or a stacked [P, 2, ...] cache."""
+    """run() of a paged native object, for a (k, v) pair or a stacked [P, 2, ...] cache
+    (either also without the page axis, for page size 1)."""
     n = fw.native
     if isinstance(paged_kv_cache, (tuple, list)):
         if len(paged_kv_cache) != 2:
             raise InvalidArgumentError(
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
-        k, v = paged_kv_cache
+        k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
         return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l),
                                                 stream=fw.current_stream(q))
-    wrapper._cache_pages = int(paged_kv_cache.shape[0]) if len(paged_kv_cache.shape) else 0
-    return lambda o, l: wrapper._native.run_stacked(n(q), n(paged_kv_cache), n(o), n(l),
+    cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
+    wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
+    return lambda o, l: wrapper._native.run_stacked(n(q), n(cache), n(o), n(l),
                                                     stream=fw.current_stream(q))

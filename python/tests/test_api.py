@@ -369,9 +369,9 @@ def test_bad_plans_name_the_argument():
 
 
 def test_decode_data_type_fills_what_is_not_given():
-    """data_type, FlashInfer's older name for q_data_type and kv_data_type together: it
-    fills either where not given, and one given as another dtype is refused by name (it
-    used to be overridden silently, and the run then refused the tensors)."""
+    """data_type, FlashInfer's older name for q_data_type and kv_data_type together: as in
+    FlashInfer it fills either where not given (SGLang passes it as the KV cache's dtype
+    beside q_data_type); a kv dtype that then differs from q's is refused by name."""
     rng = np.random.default_rng(8)
     batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     paged = Paged(rng, batch, 16)
@@ -380,12 +380,14 @@ def test_decode_data_type_fills_what_is_not_given():
     cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
     ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
     for kw in (dict(data_type="float32"), dict(data_type=np.float32, q_data_type="float32"),
-               dict(data_type="float32", kv_data_type=np.float32)):
+               dict(data_type="float32", kv_data_type=np.float32),
+               dict(data_type="float16", q_data_type="float32", kv_data_type="float32")):
         w.plan(*args, **kw)
         assert_out(w.run(batch.q.astype(np.float32), cache).astype(np.float64), ref, "float32")
-    for name in ("q_data_type", "kv_data_type"):
-        with pytest.raises(flashband.InvalidArgumentError, match=f"data_type: float32 differs from {name}"):
-            w.plan(*args, data_type="float32", **{name: "float16"})
+    for kw in (dict(data_type="float32", q_data_type="float16"),
+               dict(data_type="float16", kv_data_type="float32")):
+        with pytest.raises(flashband.UnsupportedError, match="^kv_data_type: float32 differs"):
+            w.plan(*args, **kw)
     w.plan(*args)  # q_data_type's default stays float16
     with pytest.raises(flashband.InvalidArgumentError, match="float16"):
         w.run(batch.q.astype(np.float32), cache)
@@ -393,8 +395,10 @@ def test_decode_data_type_fills_what_is_not_given():
 
 def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     """FlashInfer's CUDA-graph index buffers, given as FlashInfer's positional arguments:
-    each plan() writes its arrays into them; under use_cuda_graph their length fixes the
-    batch size, and arrays longer than a buffer are refused by its name. Custom-mask
+    under use_cuda_graph each plan() writes its arrays into them, their length fixes the
+    batch size, and arrays longer than a buffer are refused by its name. Without
+    use_cuda_graph they are neither written nor checked, as in FlashInfer (TensorRT-LLM
+    hands in buffers it shares with other wrappers and sizes them otherwise). Custom-mask
     buffers and jit_args are refused."""
     rng = np.random.default_rng(9)
     batch = Ragged(rng, [1, 1, 1], [20, 40, 3], 4, 2, D)
@@ -402,28 +406,33 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
     ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
     ws = np.empty(0, np.uint8)
+    many = np.concatenate([paged.indices, paged.indices])
     for graph in (False, True):
         bufs = [np.full(n, -7, np.int32) for n in (4, 8, 3)]  # indptr, indices, last_page_len
         w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs, "cpu")
+        assert w._paged_kv_indices_buf is bufs[1] and w._fixed_batch_size == (3 if graph else 0)
         w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
         assert_out(w.run(batch.q.astype(np.float32), cache).astype(np.float64), ref, "float32")
+        two = (paged.indptr[:3], paged.indices[:paged.indptr[2]], paged.last_page_len[:2])
+        if not graph:
+            assert all((b == -7).all() for b in bufs)
+            w.plan(*two, 4, 2, D, 16, q_data_type="float32")
+            w.plan(np.array([0, 2, 10, 12], np.int32), many, paged.last_page_len, 4, 2, D, 16,
+                   q_data_type="float32")
+            assert all((b == -7).all() for b in bufs)
+            continue
         assert np.array_equal(bufs[0], paged.indptr)
         assert np.array_equal(bufs[1][:len(paged.indices)], paged.indices)
         assert (bufs[1][len(paged.indices):] == -7).all()
         assert np.array_equal(bufs[2], paged.last_page_len)
-        two = (paged.indptr[:3], paged.indices[:paged.indptr[2]], paged.last_page_len[:2])
-        if graph:
-            with pytest.raises(flashband.InvalidArgumentError, match="batch size: 2"):
-                w.plan(*two, 4, 2, D, 16, q_data_type="float32")
-        else:
+        with pytest.raises(flashband.InvalidArgumentError, match="batch size: 2"):
             w.plan(*two, 4, 2, D, 16, q_data_type="float32")
-            assert np.array_equal(bufs[0][:3], paged.indptr[:3])
-        many = np.concatenate([paged.indices, paged.indices])
         with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer: holds 8"):
             w.plan(np.array([0, 2, 10, 12], np.int32), many, paged.last_page_len, 4, 2, D, 16,
                    q_data_type="float32")
     with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer"):
-        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, paged_kv_indices_buffer=np.zeros(8, np.int64))
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True,
+                                                     paged_kv_indices_buffer=np.zeros(8, np.int64))
     with pytest.raises(flashband.UnsupportedError, match="jit_args"):
         flashband.BatchDecodeWithPagedKVCacheWrapper(ws, jit_args=["x"])
 
@@ -432,6 +441,7 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", True, qo_buf, kv_buf, backend="cpu")
     w.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
     assert np.array_equal(qo_buf, batch.qo_indptr) and np.array_equal(kv_buf, batch.kv_indptr)
+    assert w._qo_indptr_buf is qo_buf and w._kv_indptr_buf is kv_buf
     with pytest.raises(flashband.InvalidArgumentError, match="batch size: 2"):
         w.plan(batch.qo_indptr[:3], batch.kv_indptr[:3], 4, 2, D, q_data_type="float32")
     bufs = [np.zeros(n, np.int32) for n in (4, 4, 8, 3)]
@@ -444,6 +454,173 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     for name in ("custom_mask_buf", "mask_indptr_buf"):
         with pytest.raises(flashband.UnsupportedError, match=name):
             flashband.BatchPrefillWithPagedKVCacheWrapper(ws, **{name: np.zeros(4, np.int32)})
+
+
+def test_page_indices_past_the_requests_are_not_read():
+    """Engines pass page-index arrays longer than indptr[-1] (SGLang: a buffer with an
+    uninitialised tail, or under CUDA graphs the wrapper's own _paged_kv_indices_buf after
+    writing its first entries). Only the first indptr[-1] entries are pages: the tail is
+    neither checked against the cache nor taken for the page count."""
+    rng = np.random.default_rng(15)
+    batch = Ragged(rng, [1, 1, 1], [20, 40, 3], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    q = batch.q.astype(np.float32)
+    used = len(paged.indices)
+    long = np.concatenate([paged.indices, np.array([2**31 - 1, -5, 1 << 30], np.int32)])
+    ws = np.empty(0, np.uint8)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    w.plan(paged.indptr, long, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+    assert w._plan_args[4] == int(paged.indices.max()) + 1  # the pages used, not the tail
+    assert_out(w.run(q, cache).astype(np.float64), ref, "float32")
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, backend="cpu")
+    prefill.plan(batch.qo_indptr, paged.indptr, long, paged.last_page_len, 4, 2, D, 16,
+                 q_data_type="float32")
+    assert_out(prefill.run(q, cache).astype(np.float64), ref, "float32")
+    # SGLang under CUDA graphs: the indices are the wrapper's own buffer.
+    bufs = [np.zeros(4, np.int32), np.full(used + 50, -1, np.int32), np.zeros(3, np.int32)]
+    g = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, *bufs, "cpu")
+    g._paged_kv_indices_buf[:used] = paged.indices
+    g.begin_forward(paged.indptr, g._paged_kv_indices_buf, paged.last_page_len, 4, 2, D, 16,
+                    q_data_type="float32")
+    assert_out(g.run(q, cache).astype(np.float64), ref, "float32")
+    assert (bufs[1][used:] == -1).all()
+    with pytest.raises(flashband.InvalidArgumentError, match="indices: has 2 entries"):
+        w.plan(paged.indptr, long[:2], paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+
+
+def test_flashinfer_backend_names_and_neutral_scales():
+    """FlashInfer's backend names for kernels flashband has (fa2: sm80's kind, fa3: sm90's)
+    are taken; its Blackwell-only names are refused naming the backends there are. fp8
+    scales of 1.0 (vLLM passes them for fp16/bf16 caches on every run) scale nothing and
+    are taken; other scales are refused by name. SGLang's multi-item scoring arguments are
+    taken at their neutral values."""
+    ws = np.empty(0, np.uint8)
+    for given, name in (("fa2", "sm80"), ("fa3", "sm90"), ("cpu", "cpu")):
+        for cls in (flashband.BatchDecodeWithPagedKVCacheWrapper,
+                    flashband.BatchPrefillWithPagedKVCacheWrapper,
+                    flashband.BatchPrefillWithRaggedKVCacheWrapper):
+            assert cls(ws, backend=given).backend == name
+        assert flashband.supports("paged_decode", backend=given, device="cpu").reason == \
+            flashband.supports("paged_decode", backend=name, device="cpu").reason
+    with pytest.raises(flashband.InvalidArgumentError, match="backend"):
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="trtllm-gen")
+
+    rng = np.random.default_rng(16)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    q = batch.q.astype(np.float32)
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+    for one in (1.0, 1, np.float32(1.0), np.ones(1, np.float32)):
+        out = w.run(q, cache, q_scale=one, k_scale=one, v_scale=one)
+        assert_out(out.astype(np.float64), ref, "float32")
+    for name in ("q_scale", "k_scale", "v_scale"):
+        for scale in (0.5, np.ones(2, np.float32), "1.0"):
+            with pytest.raises(flashband.UnsupportedError, match=f"^{name}"):
+                w.run(q, cache, **{name: scale})
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, backend="cpu")
+    neutral = dict(prefix_len_ptr=None, token_pos_in_items_ptr=None, token_pos_in_items_len=0,
+                   max_item_len_ptr=None)
+    prefill.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+                 q_data_type="float32", seq_lens_q=None, max_token_per_sequence=None,
+                 max_sequence_kv=None, **neutral)
+    assert_out(prefill.run(q, cache, k_scale=1.0, v_scale=1.0).astype(np.float64), ref, "float32")
+    ragged = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, backend="cpu")
+    ragged.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32", **neutral)
+    for kw in (dict(token_pos_in_items_len=3), dict(prefix_len_ptr=np.zeros(2, np.int32))):
+        with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):
+            ragged.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32", **kw)
+    for kw in (dict(max_sequence_kv=64), dict(seq_lens_q=np.ones(2, np.int32))):
+        with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):
+            prefill.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len,
+                         4, 2, D, 16, q_data_type="float32", **kw)
+
+
+def test_forward_takes_the_settings_at_run_time():
+    """FlashInfer's deprecated forward()/forward_return_lse() (SGLang's calls) pass causal,
+    window_left, the soft cap and sm_scale with each run, replacing the plan's: a forward
+    with other settings re-plans and computes them; one whose settings compute the same
+    (sm_scale equal to the default in float32, a soft cap of 0) keeps the plan, so it can
+    run under a CUDA-graph capture. The planned settings read back as FlashInfer's
+    attributes (vLLM asserts them)."""
+    rng = np.random.default_rng(17)
+    batch = Ragged(rng, [5, 7], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    q = batch.q.astype(np.float32)
+    ws = np.empty(0, np.uint8)
+    ragged = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, backend="cpu")
+    ragged.begin_forward(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    assert (ragged._causal, ragged._window_left, ragged._logits_soft_cap, ragged._sm_scale) == \
+        (False, -1, 0.0, None)
+    k, v = batch.k.astype(np.float32), batch.v.astype(np.float32)
+    for kw in (dict(causal=True), dict(causal=True, window_left=3, sm_scale=0.3),
+               dict(logits_soft_cap=2.0), dict()):
+        ref, ref_lse = batch.reference(attention_np, batch.q, batch.k, batch.v, **kw)
+        assert_out(ragged.forward(q, k, v, **kw).astype(np.float64), ref, "float32")
+        out, lse = ragged.forward_return_lse(q, k, v, **kw)
+        assert_out(out.astype(np.float64), ref, "float32")
+        assert np.abs(lse - ref_lse).max() < 1e-3
+    assert ragged._causal is False and ragged._logits_soft_cap == 0.0
+    ragged.forward(q, k, v, causal=True, sm_scale=0.25)
+    assert (ragged._causal, ragged._sm_scale) == (True, 0.25)
+    ragged.end_forward()
+    with pytest.raises(AttributeError):
+        ragged._sm_scale = 0.5
+    with pytest.raises(flashband.UnsupportedError, match="rope_theta"):
+        ragged.forward(q, k, v, rope_theta=1e4)
+
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, backend="cpu")
+    prefill.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+                 q_data_type="float32")
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v, causal=True, window_left=9)
+    out = prefill.forward(q, cache, causal=True, window_left=9, k_scale=1.0, v_scale=1.0)
+    assert_out(out.astype(np.float64), ref, "float32")
+    with pytest.raises(flashband.UnsupportedError, match="k_scale"):
+        prefill.forward(q, cache, k_scale=2.0)
+
+    one = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    pages = Paged(rng, one, 16)
+    decode = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    decode.plan(pages.indptr, pages.indices, pages.last_page_len, 4, 2, D, 16, q_data_type="float32")
+    planned = decode._plan_args
+    calls = []
+    decode._plan_now = lambda lse, f=decode._plan_now: (calls.append(lse), f(lse))[1]
+    ref, _ = one.reference(attention_np, one.q, one.k, one.v)
+    dcache = (pages.k_pages.astype(np.float32), pages.v_pages.astype(np.float32))
+    out = decode.forward(one.q.astype(np.float32), dcache, sm_scale=D ** -0.5, logits_soft_cap=0.0)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert calls == [] and decode._plan_args is planned and decode._sm_scale is None
+    ref, _ = one.reference(attention_np, one.q, one.k, one.v, sm_scale=0.2, logits_soft_cap=3.0)
+    out = decode.forward(one.q.astype(np.float32), dcache, sm_scale=0.2, logits_soft_cap=3.0)
+    assert_out(out.astype(np.float64), ref, "float32")
+    assert calls == [False] and decode._logits_soft_cap == 3.0
+
+
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+def test_page_size_one_caches_without_the_page_axis(layout):
+    """FlashInfer reads a cache without its page axis as pages of one token (SGLang passes
+    its [slots, Hk, D] buffers so): a (k, v) pair and a stacked [slots, 2, ...] cache."""
+    rng = np.random.default_rng(18)
+    batch = Ragged(rng, [3, 1], [20, 7], 4, 2, D)
+    paged = Paged(rng, batch, 1)
+    k = Paged.layout(paged.k_pages, layout)[:, :, :, :]
+    v = Paged.layout(paged.v_pages, layout)
+    squeeze = (lambda x: x[:, 0]) if layout == "NHD" else (lambda x: x[:, :, 0])
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    w = flashband.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8), layout, backend="cpu")
+    w.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 1,
+           q_data_type="float32")
+    q = batch.q.astype(np.float32)
+    assert_out(w.run(q, (squeeze(k), squeeze(v))).astype(np.float64), ref, "float32")
+    stacked = np.stack([squeeze(k), squeeze(v)], axis=1)
+    assert_out(w.run(q, stacked).astype(np.float64), ref, "float32")
+    with pytest.raises(flashband.InvalidArgumentError):
+        w.run(q, (squeeze(k)[:, 0], squeeze(v)[:, 0]))  # two axes short: not a cache
 
 
 def test_decode_with_several_queries_per_request():
@@ -554,12 +731,13 @@ def test_flashinfer_aliases_and_index_buffer_checks():
     assert_out(out.astype(np.float64), ref, "float32")
     assert np.abs(lse - ref_lse).max() < 1e-3
     with pytest.raises(flashband.InvalidArgumentError, match="paged_kv_indices_buffer: must be contiguous"):
-        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, paged_kv_indices_buffer=np.zeros(16, np.int32)[::2])
+        flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True,
+                                                     paged_kv_indices_buffer=np.zeros(16, np.int32)[::2])
     with pytest.raises(flashband.InvalidArgumentError, match="different batch sizes"):
         flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, np.zeros(4, np.int32),
                                                      np.zeros(8, np.int32), np.zeros(2, np.int32))
     with pytest.raises(flashband.InvalidArgumentError, match="qo_indptr_buf: a list"):
-        flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, qo_indptr_buf=[0, 1])
+        flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, use_cuda_graph=True, qo_indptr_buf=[0, 1])
     with pytest.raises(flashband.UnsupportedError, match="jit_kwargs"):
         flashband.BatchPrefillWithPagedKVCacheWrapper(ws, jit_kwargs={"x": 1})
     # q_len_per_req > 1: errors name the decode's arguments, not the prefill's behind it.
@@ -669,7 +847,7 @@ def test_stub_matches_the_runtime_api():
             assert stub[name] == params, f"{name}: stub {stub[name]} != runtime {params}"
         elif (inspect.isclass(obj) and not issubclass(obj, BaseException)
               and obj.__module__ != "flashband._C"):  # _C's classes: nanobind's _C.pyi
-            for meth in ("__init__", "plan", "run", "reset_workspace_buffer"):
+            for meth in ("__init__", "plan", "run", "forward", "reset_workspace_buffer"):
                 if meth in vars(obj) or (meth != "__init__" and hasattr(obj, meth)):
                     params = list(inspect.signature(getattr(obj, meth)).parameters)
                     key = f"{name}.{meth}"
