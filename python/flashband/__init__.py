@@ -14,7 +14,8 @@ from . import _C
 from ._common import last_run_info
 from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_workspace_bytes,
                          built_backends, caps, select_backend, support_matrix, supports)
-from .cascade import merge_state, merge_states
+from .cascade import (MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place,
+                      merge_states)
 from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
@@ -29,6 +30,7 @@ __all__ = [
     "FlashbandError",
     "InternalError",
     "InvalidArgumentError",
+    "MultiLevelCascadeAttentionWrapper",
     "NotBuiltError",
     "ProblemDesc",
     "SupportAnswer",
@@ -39,6 +41,7 @@ __all__ = [
     "caps",
     "last_run_info",
     "merge_state",
+    "merge_state_in_place",
     "merge_states",
     "select_backend",
     "single_decode_with_kv_cache",

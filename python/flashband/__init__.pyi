@@ -1,6 +1,6 @@
 # Type stubs for the public API of flashband (hand-written; python/tests/test_api.py checks
 # that every public name is here with the runtime's parameter names).
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from typing_extensions import TypeAlias
 
@@ -210,6 +210,36 @@ def merge_state(v_a: Array, s_a: Array, v_b: Array, s_b: Array, *,
                 s_out: Optional[Array] = None) -> Tuple[Array, Array]: ...
 def merge_states(v: Array, s: Array, *, v_out: Optional[Array] = None,
                  s_out: Optional[Array] = None) -> Tuple[Array, Array]: ...
+def merge_state_in_place(v: Array, s: Array, v_other: Array, s_other: Array,
+                         mask: None = None) -> None: ...
+
+class MultiLevelCascadeAttentionWrapper:
+    def __init__(self, num_levels: int, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf_arr: Optional[Sequence[Array]] = None,
+                 paged_kv_indptr_buf_arr: Optional[Sequence[Array]] = None,
+                 paged_kv_indices_buf_arr: Optional[Sequence[Array]] = None,
+                 paged_kv_last_page_len_buf_arr: Optional[Sequence[Array]] = None, *,
+                 backend: str = "auto") -> None: ...
+    @property
+    def is_cuda_graph_enabled(self) -> bool: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffers: Optional[Sequence[Array]] = None) -> None: ...
+    def plan(self, qo_indptr_arr: Sequence[Array], paged_kv_indptr_arr: Sequence[Array],
+             paged_kv_indices_arr: Sequence[Array], paged_kv_last_page_len: Sequence[Array],
+             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int, *,
+             causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+             num_pages: Optional[int] = None) -> None: ...
+    begin_forward = plan
+    def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
+            lse: Optional[Array] = None,
+            return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
+                lse: Optional[Array] = None,
+                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 def supports(op: str = "single_prefill", *, backend: str = "auto",
              dtype: DTypeLike = "bfloat16", device: Any = "cuda", head_dim: int = 128,

@@ -188,6 +188,20 @@ def copy_into(buffer: Any, values: np.ndarray) -> None:
         raise UnsupportedError(f"cannot write into a {type(buffer).__name__}; give a torch, CuPy or NumPy array")
 
 
+def assign(dst: Any, src: Any) -> None:
+    """dst[...] = src for two arrays of one framework (torch, CuPy, NumPy), on the current
+    stream of dst's device."""
+    k = kind(dst)
+    if k == "torch":
+        dst.copy_(src)
+    elif k == "cupy":
+        dst[...] = src
+    elif k == "numpy":
+        np.copyto(dst, src)
+    else:
+        raise UnsupportedError(f"cannot write into a {type(dst).__name__}; give a torch, CuPy or NumPy array")
+
+
 def host_int32(x: Any, what: str) -> np.ndarray:
     """A contiguous host int32 copy (or view) of an index array on any device.
 

@@ -1,20 +1,23 @@
-"""Merging partial attention states (FlashInfer's ``flashinfer.cascade`` names). States are
-(v, s) with s the base-2 LSE in float32; two empty states (s = -inf) merge to v = 0,
-s = -inf (SPEC.md "Merging partial states")."""
+"""Merging partial attention states and cascade attention (FlashInfer's ``flashinfer.cascade``
+names). States are (v, s) with s the base-2 LSE in float32; two empty states (s = -inf)
+merge to v = 0, s = -inf (SPEC.md "Merging partial states")."""
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _C
 from . import _frameworks as fw
+from .errors import InvalidArgumentError, UnsupportedError
+from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
-__all__ = ["merge_state", "merge_states"]
+__all__ = ["merge_state", "merge_state_in_place", "merge_states", "MultiLevelCascadeAttentionWrapper"]
 
 
 def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any, *, v_out: Any = None,
                 s_out: Any = None) -> Tuple[Any, Any]:
-    """v [n, H, D], s [n, H] for two results over disjoint keys -> merged (v, s)."""
+    """v [n, H, D], s [n, H] for two results over disjoint keys -> merged (v, s). v_out may
+    be v_a itself."""
     if v_out is None:
         v_out = fw.empty(v_a, tuple(v_a.shape), fw.dtype_name(v_a))
     if s_out is None:
@@ -24,6 +27,19 @@ def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any, *, v_out: Any = None,
         _C.merge_state(n(v_a), n(s_a), n(v_b), n(s_b), n(v_out), n(s_out),
                        fw.current_stream(v_a))
     return v_out, s_out
+
+
+def merge_state_in_place(v: Any, s: Any, v_other: Any, s_other: Any, mask: Any = None) -> None:
+    """(v, s) becomes the merge of itself and (v_other, s_other), as FlashInfer's. v is
+    merged in place; s through a temporary of n x H floats. mask (FlashInfer's rows to
+    merge) is refused: every row is merged."""
+    if mask is not None:
+        raise UnsupportedError("mask: a mask of rows to merge is not supported by flashband (allowed: None)")
+    if fw.kind(s) not in ("torch", "cupy", "numpy"):  # checked before v is written
+        raise UnsupportedError(f"s: cannot write into a {type(s).__name__} in place; give a torch, CuPy or NumPy array")
+    s_merged = fw.empty(v, tuple(s.shape), "float32")
+    merge_state(v, s, v_other, s_other, v_out=v, s_out=s_merged)
+    fw.assign(s, s_merged)
 
 
 def merge_states(v: Any, s: Any, *, v_out: Any = None, s_out: Any = None) -> Tuple[Any, Any]:
@@ -37,3 +53,114 @@ def merge_states(v: Any, s: Any, *, v_out: Any = None, s_out: Any = None) -> Tup
         n = fw.native
         _C.merge_states(n(v), n(s), n(v_out), n(s_out), fw.current_stream(v))
     return v_out, s_out
+
+
+def _per_level(values: Any, name: str, levels: int) -> List[Any]:
+    if values is None:
+        return [None] * levels
+    if not isinstance(values, (list, tuple)) or len(values) != levels:
+        got = len(values) if isinstance(values, (list, tuple)) else type(values).__name__
+        raise InvalidArgumentError(f"{name}: expected a list of {levels} (one per level), got {got}")
+    return list(values)
+
+
+class MultiLevelCascadeAttentionWrapper:
+    """Cascade attention over one paged cache, as FlashInfer's: each request's keys lie in
+    num_levels levels (a prefix shared by a group of requests, ..., the request's own pages
+    last), and level l groups the query rows by its own qo_indptr (every level covers all of
+    q's rows). Each level runs as a paged prefill with LSE and the levels' results merge by
+    SPEC.md's rule, so a row attends to the union of its levels' keys.
+
+    causal applies to the last level only (bottom-right within it), as in FlashInfer: the
+    earlier levels are prefixes every row of the group sees. A sliding window cannot be
+    put per level (each level would align it to its own keys), so window_left >= 0 is
+    refused with more than one level. backend (flashband's): as the batch wrappers'.
+    """
+
+    def __init__(self, num_levels: int, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_indptr_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_indices_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_last_page_len_buf_arr: Optional[Sequence[Any]] = None, *,
+                 backend: str = "auto") -> None:
+        levels = int(num_levels)
+        if levels < 1:
+            raise InvalidArgumentError(f"num_levels: got {num_levels}, allowed: >= 1")
+        buffers = [_per_level(b, name, levels) for b, name in (
+            (qo_indptr_buf_arr, "qo_indptr_buf_arr"), (paged_kv_indptr_buf_arr, "paged_kv_indptr_buf_arr"),
+            (paged_kv_indices_buf_arr, "paged_kv_indices_buf_arr"),
+            (paged_kv_last_page_len_buf_arr, "paged_kv_last_page_len_buf_arr"))]
+        self._levels = [BatchPrefillWithPagedKVCacheWrapper(
+            float_workspace_buffer, kv_layout, use_cuda_graph, *(b[i] for b in buffers), backend=backend)
+            for i in range(levels)]
+        self._use_cuda_graph = bool(use_cuda_graph)
+        self._kv_layout = kv_layout
+        self._planned = False
+
+    @property
+    def is_cuda_graph_enabled(self) -> bool:
+        return self._use_cuda_graph
+
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffers: Optional[Sequence[Any]] = None) -> None:
+        """New workspaces: one float workspace the levels share (their runs are ordered on
+        one stream), and an int workspace per level or None; the next run needs a plan()."""
+        ints = _per_level(int_workspace_buffers, "int_workspace_buffers", len(self._levels))
+        for wrapper, buffer in zip(self._levels, ints):
+            wrapper.reset_workspace_buffer(float_workspace_buffer, buffer)
+        self._planned = False
+
+    def plan(self, qo_indptr_arr: Sequence[Any], paged_kv_indptr_arr: Sequence[Any],
+             paged_kv_indices_arr: Sequence[Any], paged_kv_last_page_len: Sequence[Any],
+             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int, *,
+             causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None,
+             num_pages: Optional[int] = None) -> None:
+        """One paged prefill plan per level (lists of one array per level, FlashInfer's
+        order). num_pages (flashband's): as the paged wrapper's. A plan() that fails leaves
+        the wrapper unplanned (some levels may hold the new plan): run() raises until a
+        plan() succeeds."""
+        levels = len(self._levels)
+        if window_left >= 0 and levels > 1:
+            raise UnsupportedError(
+                f"window_left: {window_left} over {levels} cascade levels: each level would align "
+                "the window to its own keys, not the request's; use one level (a paged prefill)")
+        lists = [_per_level(a, name, levels) for a, name in (
+            (qo_indptr_arr, "qo_indptr_arr"), (paged_kv_indptr_arr, "paged_kv_indptr_arr"),
+            (paged_kv_indices_arr, "paged_kv_indices_arr"),
+            (paged_kv_last_page_len, "paged_kv_last_page_len"))]
+        qo = [fw.host_int32(x, f"qo_indptr_arr[{i}]") for i, x in enumerate(lists[0])]
+        rows = [int(x[-1]) if len(x) else 0 for x in qo]
+        if len(set(rows)) > 1:
+            raise InvalidArgumentError(
+                "qo_indptr_arr: the levels cover " + ", ".join(str(r) for r in rows) +
+                " query rows; every level must cover all of q's rows")
+        self._planned = False
+        for i, wrapper in enumerate(self._levels):
+            wrapper.plan(qo[i], lists[1][i], lists[2][i], lists[3][i], num_qo_heads, num_kv_heads,
+                         head_dim, page_size, causal=causal and i == levels - 1,
+                         pos_encoding_mode=pos_encoding_mode,
+                         use_fp16_qk_reduction=use_fp16_qk_reduction, sm_scale=sm_scale,
+                         window_left=window_left, logits_soft_cap=logits_soft_cap,
+                         rope_scale=rope_scale, rope_theta=rope_theta, q_data_type=q_data_type,
+                         kv_data_type=kv_data_type, return_lse=True, num_pages=num_pages)
+        self._planned = True
+
+    begin_forward = plan
+
+    def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
+            return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
+        """q [rows, Hq, D] -> out like q, or (out, lse [rows, Hq] float32, base 2) with
+        return_lse; out/lse given are written in place."""
+        if not self._planned:
+            raise InvalidArgumentError("run: plan() has not been called, or the last plan() failed")
+        out, lse = self._levels[-1].run(q, paged_kv_cache, out=out, lse=lse, return_lse=True)
+        for wrapper in self._levels[:-1]:
+            out_level, lse_level = wrapper.run(q, paged_kv_cache, return_lse=True)
+            merge_state_in_place(out, lse, out_level, lse_level)
+        return (out, lse) if return_lse else out
+
+    forward = run
