@@ -39,6 +39,10 @@ def single_prefill_with_kv_cache(
     use_fp16_qk_reduction: bool = False,
     rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None,
+    scale_q: Scale = None,
+    scale_k: Scale = None,
+    scale_v: Scale = None,
+    o_dtype: Optional[DTypeLike] = None,
 ) -> Union[Array, Tuple[Array, Array]]: ...
 
 def single_prefill_with_kv_cache_return_lse(q: Array, k: Array, v: Array,
@@ -56,6 +60,9 @@ def single_decode_with_kv_cache(
     use_tensor_cores: bool = False,
     rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None,
+    q_scale: Scale = None,
+    k_scale: Scale = None,
+    v_scale: Scale = None,
 ) -> Union[Array, Tuple[Array, Array]]: ...
 
 class _BatchWrapper:
@@ -117,7 +124,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
-            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+            sinks: None = None, q_scale: Scale = None, k_scale: Scale = None,
+            v_scale: Scale = None, o_scale: Scale = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, k: Array, v: Array, *, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
@@ -159,8 +167,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None,
-            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+            window_left: Optional[int] = None, sinks: None = None,
+            skip_softmax_threshold_scale_factor: None = None,
+            kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 k_scale: Scale = None, v_scale: Scale = None, window_left: int = -1,
@@ -196,8 +205,9 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None,
-            sinks: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+            window_left: Optional[int] = None, sinks: None = None,
+            q_len_per_req: Optional[int] = None, skip_softmax_threshold_scale_factor: None = None,
+            kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, pos_encoding_mode: str = "NONE",
                 q_scale: Scale = None, k_scale: Scale = None, v_scale: Scale = None,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,

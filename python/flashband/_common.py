@@ -43,7 +43,8 @@ def refuse_unsupported(**given: Any) -> None:
                # fp8 dequantisation scales: engines pass 1.0 for fp16/bf16 caches (vLLM
                # does on every run), which scales nothing.
                "q_scale": (None, 1.0), "k_scale": (None, 1.0), "v_scale": (None, 1.0),
-               "o_scale": (None, 1.0),
+               "o_scale": (None, 1.0), "scale_q": (None, 1.0), "scale_k": (None, 1.0),
+               "scale_v": (None, 1.0),
                # fp16 QK accumulation would lower precision below the contract's float32;
                # RoPE parameters only mean something with a RoPE mode, which is refused.
                "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
@@ -54,6 +55,8 @@ def refuse_unsupported(**given: Any) -> None:
                "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
                "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
                "window_right": 0, "sinks": None,
+               # FlashInfer's approximate softmax skipping and fp4 cache scale factors.
+               "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
                # FlashInfer's multi-item scoring (SGLang passes these neutral values).
                "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
                "token_pos_in_items_len": 0, "max_item_len_ptr": None}

@@ -12,7 +12,7 @@ from . import _C
 from . import _frameworks as fw
 from ._common import refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
-from .errors import FlashbandError, InvalidArgumentError
+from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
 from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
 
 __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
@@ -30,11 +30,15 @@ def single_decode_with_kv_cache(
     use_tensor_cores: bool = False,
     rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None,
+    q_scale: Any = None,
+    k_scale: Any = None,
+    v_scale: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
-    or (out, lse [Hq]) when return_lse."""
+    or (out, lse [Hq]) when return_lse. fp8 scales: None or 1.0 only."""
     del use_tensor_cores  # a kernel-choice hint: the backend picks its decode kernel
-    refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta)
+    refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
+                       q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
     if len(q.shape) != 2:
         raise InvalidArgumentError(f"q: decode expects [num_qo_heads, head_dim], got {tuple(q.shape)}")
     result = single_prefill_with_kv_cache(
@@ -184,11 +188,22 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
             v_scale: Any = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
+            window_left: Optional[int] = None, sinks: Any = None,
+            q_len_per_req: Optional[int] = None,
+            skip_softmax_threshold_scale_factor: Optional[float] = None,
+            kv_cache_sf: Any = None) -> Union[Any, Tuple[Any, Any]]:
         """q [batch * q_len_per_req, Hq, D]. out like q, or (out, lse [rows, Hq] float32,
-        base 2). window_left: None or the plan's; enable_pdl: a launch hint, not used."""
+        base 2). window_left, q_len_per_req (FlashInfer's older place for it): None or the
+        plan's; enable_pdl: a launch hint, not used; skip_softmax_threshold_scale_factor and
+        kv_cache_sf: None only."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks,
+                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+                           kv_cache_sf=kv_cache_sf)
+        if q_len_per_req is not None and int(q_len_per_req) != (self._q_len_per_req or 1):
+            raise UnsupportedError(
+                f"q_len_per_req: run() got {q_len_per_req}, the plan's is {self._q_len_per_req or 1}; "
+                "plan() again to change it")
         self._check_run_window(window_left)
         with _decode_names(self._native_chunks):
             return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))

@@ -17,7 +17,7 @@ from . import _C
 from . import _frameworks as fw
 from ._common import make_options, outputs, record, refuse_unsupported
 from ._wrapper import BatchWrapperBase, plan_sizes
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 
 __all__ = [
     "single_prefill_with_kv_cache",
@@ -44,6 +44,10 @@ def single_prefill_with_kv_cache(
     use_fp16_qk_reduction: bool = False,
     rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None,
+    scale_q: Any = None,
+    scale_k: Any = None,
+    scale_v: Any = None,
+    o_dtype: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
     [Hk, kv_len, D] (HND). Returns out [qo_len, Hq, D] (q's dtype), or (out, lse) with lse
@@ -53,11 +57,16 @@ def single_prefill_with_kv_cache(
     out/lse: written in place when given, else allocated like q (lse only with return_lse);
     the result is (out, lse) only with return_lse, as FlashInfer's.
     use_fp16_qk_reduction=True and rope_scale/rope_theta (RoPE is not in the contract) raise
-    UnsupportedError: flashband always accumulates QK in float32.
+    UnsupportedError: flashband always accumulates QK in float32. FlashInfer's fp8 inputs:
+    scale_q/scale_k/scale_v None or 1.0 only, o_dtype None or q's dtype.
     """
     refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
-                       rope_scale=rope_scale, rope_theta=rope_theta)
+                       rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
+                       scale_k=scale_k, scale_v=scale_v)
+    if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
+        raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
+                               "flashband writes outputs in q's dtype")
     heads = q.shape[1]
     write_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
     out, lse = outputs(q, out, lse, write_lse, heads)
@@ -150,11 +159,15 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
+            window_left: Optional[int] = None, sinks: Any = None, q_scale: Any = None,
+            k_scale: Any = None, v_scale: Any = None,
+            o_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
         """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2). window_left: None
-        or the plan's; enable_pdl: a launch hint (no effect on results), not used."""
+        or the plan's; enable_pdl: a launch hint (no effect on results), not used; fp8
+        scales: None or 1.0 only."""
         del enable_pdl
-        refuse_unsupported(sinks=sinks)
+        refuse_unsupported(sinks=sinks, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                           o_scale=o_scale)
         self._check_run_window(window_left)
         n = fw.native
         return self._run(q, out, lse, return_lse,
@@ -257,10 +270,15 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
             v_scale: Any = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: Any = None) -> Union[Any, Tuple[Any, Any]]:
-        """As the ragged wrapper's run(); q_scale, k_scale, v_scale (fp8) are refused."""
+            window_left: Optional[int] = None, sinks: Any = None,
+            skip_softmax_threshold_scale_factor: Optional[float] = None,
+            kv_cache_sf: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        """As the ragged wrapper's run(). FlashInfer's approximations and fp4 inputs
+        (skip_softmax_threshold_scale_factor, kv_cache_sf) are taken as None only."""
         del enable_pdl  # a launch hint (no effect on results)
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks,
+                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+                           kv_cache_sf=kv_cache_sf)
         self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 

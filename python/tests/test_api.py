@@ -852,3 +852,50 @@ def test_stub_matches_the_runtime_api():
                     params = list(inspect.signature(getattr(obj, meth)).parameters)
                     key = f"{name}.{meth}"
                     assert stub.get(key) == params, f"{key}: stub {stub.get(key)} != runtime {params}"
+
+
+def test_more_flashinfer_arguments_at_their_neutral_values():
+    """FlashInfer's fp8 scales of 1.0 on every entry point, o_dtype equal to q's, run()'s
+    q_len_per_req equal to the plan's, and None for its approximate softmax skipping and fp4
+    scale factors are taken; other values are refused by name."""
+    rng = np.random.default_rng(19)
+    batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
+    paged = Paged(rng, batch, 16)
+    cache = (paged.k_pages.astype(np.float32), paged.v_pages.astype(np.float32))
+    q = batch.q.astype(np.float32)
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    ws = np.empty(0, np.uint8)
+    k, v = batch.k[:20].astype(np.float32), batch.v[:20].astype(np.float32)
+    one_ref, _ = attention_np(batch.q[:1], batch.k[:20], batch.v[:20])
+    out = flashband.single_prefill_with_kv_cache(q[:1], k, v, backend="cpu", scale_q=1.0,
+                                                 scale_k=np.ones(1, np.float32), scale_v=None,
+                                                 o_dtype=np.float32)
+    assert_out(out.astype(np.float64), one_ref, "float32")
+    for kw in (dict(scale_k=0.5), dict(o_dtype="float16")):
+        with pytest.raises(flashband.UnsupportedError, match=f"^{next(iter(kw))}"):
+            flashband.single_prefill_with_kv_cache(q[:1], k, v, backend="cpu", **kw)
+    out = flashband.single_decode_with_kv_cache(q[0], k, v, backend="cpu", q_scale=1.0, k_scale=1.0,
+                                                v_scale=1.0)
+    assert_out(out.astype(np.float64), one_ref[0], "float32")
+    with pytest.raises(flashband.UnsupportedError, match="^v_scale"):
+        flashband.single_decode_with_kv_cache(q[0], k, v, backend="cpu", v_scale=2.0)
+    ragged = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, backend="cpu")
+    ragged.plan(batch.qo_indptr, batch.kv_indptr, 4, 2, D, q_data_type="float32")
+    out = ragged.run(q, batch.k.astype(np.float32), batch.v.astype(np.float32), q_scale=1.0,
+                     k_scale=1.0, v_scale=1.0, o_scale=1.0)
+    assert_out(out.astype(np.float64), ref, "float32")
+    with pytest.raises(flashband.UnsupportedError, match="^o_scale"):
+        ragged.run(q, batch.k.astype(np.float32), batch.v.astype(np.float32), o_scale=0.5)
+    decode = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    decode.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
+    out = decode.run(q, cache, q_len_per_req=1, skip_softmax_threshold_scale_factor=None,
+                     kv_cache_sf=None)
+    assert_out(out.astype(np.float64), ref, "float32")
+    with pytest.raises(flashband.UnsupportedError, match="^q_len_per_req: run.. got 2"):
+        decode.run(q, cache, q_len_per_req=2)
+    prefill = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, backend="cpu")
+    prefill.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16,
+                 q_data_type="float32")
+    for kw in (dict(skip_softmax_threshold_scale_factor=0.1), dict(kv_cache_sf=cache)):
+        with pytest.raises(flashband.UnsupportedError, match=f"^{next(iter(kw))}"):
+            prefill.run(q, cache, **kw)
