@@ -165,7 +165,6 @@ class BatchDecodePaged {
 };
 
 // Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).
-// v_out may be v_a itself (in place); no other output may overlap an input.
 void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b,
                  const TensorView& s_b, const TensorView& v_out, const TensorView& s_out,
                  void* stream = nullptr);

@@ -188,6 +188,20 @@ def copy_into(buffer: Any, values: np.ndarray) -> None:
         raise UnsupportedError(f"cannot write into a {type(buffer).__name__}; give a torch, CuPy or NumPy array")
 
 
+def check_assignable(x: Any, what: str) -> None:
+    """Raises, naming `what`, unless assign() can write x: a torch, CuPy or NumPy array that
+    is writable and holds each element once (no stride-0, expanded dimension)."""
+    k = kind(x)
+    if k not in ("torch", "cupy", "numpy"):
+        raise UnsupportedError(f"{what}: cannot write into a {type(x).__name__} in place; "
+                               "give a torch, CuPy or NumPy array")
+    strides = x.stride() if k == "torch" else x.strides
+    if any(st == 0 and n > 1 for st, n in zip(strides, x.shape)):
+        raise InvalidArgumentError(f"{what}: an expanded view (stride 0) cannot be written in place")
+    if k == "numpy" and not x.flags.writeable:
+        raise InvalidArgumentError(f"{what}: a read-only array cannot be written in place")
+
+
 def assign(dst: Any, src: Any) -> None:
     """dst[...] = src for two arrays of one framework (torch, CuPy, NumPy), on the current
     stream of dst's device."""

@@ -198,6 +198,10 @@ class BatchWrapperBase:
         return self._graph_batch or 0
 
     def _given_buffer(self, stem: str) -> Any:
+        if not self._use_cuda_graph:  # FlashInfer's eager plan points them at its own copies
+            raise AttributeError(
+                f"_{stem}_buf: without use_cuda_graph FlashInfer points it at the last plan's "
+                "device arrays, of which flashband keeps no device copy; use the arrays given to plan()")
         return self._given_buffers.get(stem + "_buf", self._given_buffers.get(stem + "_buffer"))
 
     @property

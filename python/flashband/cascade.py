@@ -16,8 +16,7 @@ __all__ = ["merge_state", "merge_state_in_place", "merge_states", "MultiLevelCas
 
 def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any, *, v_out: Any = None,
                 s_out: Any = None) -> Tuple[Any, Any]:
-    """v [n, H, D], s [n, H] for two results over disjoint keys -> merged (v, s). v_out may
-    be v_a itself."""
+    """v [n, H, D], s [n, H] for two results over disjoint keys -> merged (v, s)."""
     if v_out is None:
         v_out = fw.empty(v_a, tuple(v_a.shape), fw.dtype_name(v_a))
     if s_out is None:
@@ -30,15 +29,16 @@ def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any, *, v_out: Any = None,
 
 
 def merge_state_in_place(v: Any, s: Any, v_other: Any, s_other: Any, mask: Any = None) -> None:
-    """(v, s) becomes the merge of itself and (v_other, s_other), as FlashInfer's. v is
-    merged in place; s through a temporary of n x H floats. mask (FlashInfer's rows to
-    merge) is refused: every row is merged."""
+    """(v, s) becomes the merge of itself and (v_other, s_other), as FlashInfer's. The merge
+    writes new arrays (SPEC.md: no output aliases an input), copied into v and s after
+    both are checked writable, so an error leaves both as they were. mask (FlashInfer's rows
+    to merge) is refused: every row is merged."""
     if mask is not None:
         raise UnsupportedError("mask: a mask of rows to merge is not supported by flashband (allowed: None)")
-    if fw.kind(s) not in ("torch", "cupy", "numpy"):  # checked before v is written
-        raise UnsupportedError(f"s: cannot write into a {type(s).__name__} in place; give a torch, CuPy or NumPy array")
-    s_merged = fw.empty(v, tuple(s.shape), "float32")
-    merge_state(v, s, v_other, s_other, v_out=v, s_out=s_merged)
+    fw.check_assignable(v, "v")
+    fw.check_assignable(s, "s")
+    v_merged, s_merged = merge_state(v, s, v_other, s_other)
+    fw.assign(v, v_merged)
     fw.assign(s, s_merged)
 
 
@@ -64,6 +64,23 @@ def _per_level(values: Any, name: str, levels: int) -> List[Any]:
     return list(values)
 
 
+def _check_causal_cascade(qo: Any, indptr: Any, last: Any, page_size: int) -> None:
+    """Causal attention over a request's whole sequence (its shared prefixes, then its own
+    keys) is the last level's causal mask with every prefix key visible exactly when no
+    query row precedes the prefix's end: qo_len <= own keys + 1. FlashInfer's cascade shows
+    the prefix to every row regardless; a plan where that differs is refused."""
+    for b in range(len(qo) - 1):
+        pages = int(indptr[b + 1]) - int(indptr[b])
+        own = (pages - 1) * page_size + int(last[b]) if pages > 0 else 0
+        rows = int(qo[b + 1]) - int(qo[b])
+        if rows > own + 1:
+            raise UnsupportedError(
+                f"causal: request {b} of the last level has {rows} query rows over {own} keys of "
+                f"its own; its first {rows - own - 1} rows would precede the shared prefix's end, "
+                "which a cascade shows them (FlashInfer's result) and causal attention hides; "
+                "plan it as a paged prefill over all its keys")
+
+
 class MultiLevelCascadeAttentionWrapper:
     """Cascade attention over one paged cache, as FlashInfer's: each request's keys lie in
     num_levels levels (a prefix shared by a group of requests, ..., the request's own pages
@@ -71,10 +88,15 @@ class MultiLevelCascadeAttentionWrapper:
     q's rows). Each level runs as a paged prefill with LSE and the levels' results merge by
     SPEC.md's rule, so a row attends to the union of its levels' keys.
 
-    causal applies to the last level only (bottom-right within it), as in FlashInfer: the
-    earlier levels are prefixes every row of the group sees. A sliding window cannot be
-    put per level (each level would align it to its own keys), so window_left >= 0 is
-    refused with more than one level. backend (flashband's): as the batch wrappers'.
+    causal applies to the last level only (bottom-right within it), as in FlashInfer, the
+    earlier levels being prefixes every row of the group sees: with each last-level group
+    one request, that is causal attention over the request's whole sequence (prefixes
+    first) wherever no query row precedes the prefix's end (qo_len <= own keys + 1, as in
+    decode and in prefill of appended tokens); plans where it is not are refused. A sliding
+    window cannot be put per level (each level would align it to its own keys), so
+    window_left >= 0 is refused with more than one level. backend (flashband's): as the
+    batch wrappers'. run() allocates each level's output and the merges' results, as
+    FlashInfer's does (capturable with torch's caching allocator).
     """
 
     def __init__(self, num_levels: int, float_workspace_buffer: Any, kv_layout: str = "NHD",
@@ -132,15 +154,30 @@ class MultiLevelCascadeAttentionWrapper:
             (qo_indptr_arr, "qo_indptr_arr"), (paged_kv_indptr_arr, "paged_kv_indptr_arr"),
             (paged_kv_indices_arr, "paged_kv_indices_arr"),
             (paged_kv_last_page_len, "paged_kv_last_page_len"))]
-        qo = [fw.host_int32(x, f"qo_indptr_arr[{i}]") for i, x in enumerate(lists[0])]
+        # What can be checked before any level plans, so that a refusal leaves every level's
+        # previous plan in place (an error from a level's own plan leaves the wrapper
+        # unplanned, some levels re-planned).
+        qo, indptr, last = ([fw.host_int32(x, f"{name}[{i}]") for i, x in enumerate(arrays)]
+                            for arrays, name in ((lists[0], "qo_indptr_arr"),
+                                                 (lists[1], "paged_kv_indptr_arr"),
+                                                 (lists[3], "paged_kv_last_page_len")))
+        for i in range(levels):
+            batch = max(len(qo[i]) - 1, 0)
+            if len(indptr[i]) != batch + 1 or len(last[i]) != batch:
+                raise InvalidArgumentError(
+                    f"level {i}: qo_indptr_arr[{i}] gives {batch} groups, paged_kv_indptr_arr[{i}] "
+                    f"has {len(indptr[i])} entries and paged_kv_last_page_len[{i}] {len(last[i])} "
+                    f"(expected {batch + 1} and {batch})")
         rows = [int(x[-1]) if len(x) else 0 for x in qo]
         if len(set(rows)) > 1:
             raise InvalidArgumentError(
                 "qo_indptr_arr: the levels cover " + ", ".join(str(r) for r in rows) +
                 " query rows; every level must cover all of q's rows")
+        if causal and levels > 1:
+            _check_causal_cascade(qo[-1], indptr[-1], last[-1], page_size)
         self._planned = False
         for i, wrapper in enumerate(self._levels):
-            wrapper.plan(qo[i], lists[1][i], lists[2][i], lists[3][i], num_qo_heads, num_kv_heads,
+            wrapper.plan(qo[i], indptr[i], lists[2][i], last[i], num_qo_heads, num_kv_heads,
                          head_dim, page_size, causal=causal and i == levels - 1,
                          pos_encoding_mode=pos_encoding_mode,
                          use_fp16_qk_reduction=use_fp16_qk_reduction, sm_scale=sm_scale,

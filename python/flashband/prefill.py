@@ -325,7 +325,7 @@ def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> 
 
 def _page_of_one(x: Any, kv_layout: str, rank: int) -> Any:
     """A cache of page size 1 given without its page axis, as FlashInfer takes it: k or v
-    [slots, Hk, D] (NHD) or [slots, Hk, D] read as [slots, Hk, 1, D] (HND), and stacked
+    [slots, Hk, D] read as [slots, 1, Hk, D] (NHD) or [slots, Hk, 1, D] (HND), and stacked
     [slots, 2, Hk, D] likewise. A view: the axis of length 1 is inserted, nothing copied."""
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) != rank - 1:

@@ -410,7 +410,12 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     for graph in (False, True):
         bufs = [np.full(n, -7, np.int32) for n in (4, 8, 3)]  # indptr, indices, last_page_len
         w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs, "cpu")
-        assert w._paged_kv_indices_buf is bufs[1] and w._fixed_batch_size == (3 if graph else 0)
+        assert w._fixed_batch_size == (3 if graph else 0)
+        if graph:
+            assert w._paged_kv_indices_buf is bufs[1]
+        else:  # FlashInfer's eager plan points it at its own copy: none here, so no attribute
+            with pytest.raises(AttributeError, match="use_cuda_graph"):
+                w._paged_kv_indices_buf
         w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32")
         assert_out(w.run(batch.q.astype(np.float32), cache).astype(np.float64), ref, "float32")
         two = (paged.indptr[:3], paged.indices[:paged.indptr[2]], paged.last_page_len[:2])
@@ -621,6 +626,11 @@ def test_page_size_one_caches_without_the_page_axis(layout):
     assert_out(w.run(q, stacked).astype(np.float64), ref, "float32")
     with pytest.raises(flashband.InvalidArgumentError):
         w.run(q, (squeeze(k)[:, 0], squeeze(v)[:, 0]))  # two axes short: not a cache
+    w16 = flashband.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8), layout, backend="cpu")
+    w16.plan(batch.qo_indptr, np.array([0, 1, 2], np.int32), np.array([0, 1], np.int32),
+             np.array([16, 7], np.int32), 4, 2, D, 16, q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError):  # pages of one token, planned as 16
+        w16.run(q, (squeeze(k), squeeze(v)))
 
 
 def test_decode_with_several_queries_per_request():

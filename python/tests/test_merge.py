@@ -84,6 +84,15 @@ def test_merge_state_in_place(env, dtype):
     env.sync()
     assert_out(env.to64(v_a), ref_v, dtype)
     assert_lse(env.to64(s_a), ref_s, dtype)
+    if env.framework == "numpy":  # what cannot be written is refused before v is
+        merged = env.to64(v_a)
+        s_a.flags.writeable = False
+        with pytest.raises(flashband.InvalidArgumentError, match="^s: a read-only array"):
+            flashband.merge_state_in_place(v_a, s_a, v_b, s_b)
+        expanded = np.lib.stride_tricks.as_strided(s_b, strides=(0, 4), writeable=True)
+        with pytest.raises(flashband.InvalidArgumentError, match="^s: an expanded view"):
+            flashband.merge_state_in_place(v_a, expanded, v_b, s_b)
+        assert np.array_equal(env.to64(v_a), merged)
 
 
 def _cascade_case(rng, hq=4, hk=2, d=D, page_size=4):
@@ -185,5 +194,20 @@ def test_multi_level_cascade_refusals():
         w.plan(*lists[:3], bad_last, 4, 2, D, 4, q_data_type="float32")
     with pytest.raises(flashband.InvalidArgumentError, match="last plan.. failed"):
         w.run(q, cache)
+    # Refusals before any level plans keep the previous plan whole.
+    w.plan(*lists, 4, 2, D, 4, q_data_type="float32")
+    before = w.run(q, cache)
+    with pytest.raises(flashband.InvalidArgumentError, match="^level 1: qo_indptr_arr.1. gives 2 groups"):
+        w.plan(lists[0], lists[1], lists[2], [lists[3][0], lists[3][1][:1], lists[3][2]], 4, 2, D, 4,
+               q_data_type="float32")
+    assert np.array_equal(w.run(q, cache), before)
+    # Causal over the whole sequence, prefixes first: the last level's causal mask with every
+    # prefix key visible, so a request with more rows than its own keys + 1 is refused.
+    long_rows = [lists[0][0], lists[0][1], np.array([0, 1, 2, 6], np.int32)]
+    long_rows[1] = np.array([0, 2, 6], np.int32)
+    long_rows[0] = np.array([0, 6], np.int32)
+    with pytest.raises(flashband.UnsupportedError, match="^causal: request 2 of the last level has 4 query rows over 2"):
+        w.plan(long_rows, *lists[1:], 4, 2, D, 4, causal=True, q_data_type="float32")
+    w.plan(long_rows, *lists[1:], 4, 2, D, 4, q_data_type="float32")  # not causal: any rows
     one = flashband.MultiLevelCascadeAttentionWrapper(1, ws, backend="cpu")
     one.plan(*[[x[-1]] for x in lists], 4, 2, D, 4, window_left=3, q_data_type="float32")

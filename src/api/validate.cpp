@@ -1,9 +1,12 @@
 #include "api/validate.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace flashband::validate {
 
@@ -105,7 +108,29 @@ void placement(const Arg& a, Device device, int device_id, bool vector_rows, con
   }
 }
 
+// Every element at its own address: with the dimensions of more than one element ordered by
+// stride, each stride passes the span of the dimensions inside it. Sufficient, not necessary
+// (interleaved layouts that happen not to collide fail it too; no output needs one), and it
+// catches what matters: a stride-0 (expanded) dimension, whose rows would race.
+bool distinct_elements(const TensorView& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, size
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] == 0) return true;
+    if (t.shape[i] > 1) dims.emplace_back(t.strides[i] < 0 ? -t.strides[i] : t.strides[i], t.shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // elements the inner dimensions reach past the first
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return false;
+    span += (size - 1) * stride;
+  }
+  return true;
+}
+
 void no_alias(const Arg& out, std::initializer_list<Arg> inputs) {
+  if (!distinct_elements(out.t))
+    fail(std::string(out.name) + ": elements of " + out.t.shape_string() +
+         " share memory (a stride-0 or overlapping dimension); an output needs its own memory per element");
   uintptr_t olo, ohi;
   extent(out.t, olo, ohi);
   if (olo == ohi) return;

@@ -29,7 +29,7 @@ void last_dim_contiguous(const Arg& a);
 // tensors whose rows kernels read as 16-byte vectors (q, k, v, out), 16-byte aligned rows.
 // `where` names what fixed the device ("q", "the plan", "v_a").
 void placement(const Arg& a, Device device, int device_id, bool vector_rows = false, const char* where = "q");
-// Outputs must not overlap any input.
+// Outputs must not overlap any input, nor themselves (a stride-0 dimension).
 void no_alias(const Arg& out, std::initializer_list<Arg> inputs);
 // CSR arrays: start at 0, never decrease; returns the last entry.
 int64_t indptr(const char* name, const int32_t* p, int batch);
