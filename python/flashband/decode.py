@@ -104,9 +104,9 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                  paged_kv_indptr_buffer: Any = None, paged_kv_indices_buffer: Any = None,
                  paged_kv_last_page_len_buffer: Any = None, backend: str = "auto",
                  jit_args: Any = None) -> None:
-        del use_tensor_cores  # the backend chooses its kernels
         refuse_unsupported(jit_args=jit_args)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
+        self._use_tensor_cores = bool(use_tensor_cores)  # a hint: the backend chooses its kernels
         self._q_len_per_req: Optional[int] = None  # the last successful plan's
         self._native_chunks = False  # self._native is a BatchPrefillPaged (q_len_per_req > 1)
         self._take_index_buffers(
@@ -115,6 +115,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                  paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer),
             (("paged_kv_last_page_len_buffer", 0), ("paged_kv_indptr_buffer", 1)),
             "paged_kv_indices_buffer")
+
+    @property
+    def use_tensor_cores(self) -> bool:
+        """FlashInfer's: the constructor's hint, kept for engines that read it back."""
+        return self._use_tensor_cores
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffer: Any = None) -> None:

@@ -409,7 +409,8 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     many = np.concatenate([paged.indices, paged.indices])
     for graph in (False, True):
         bufs = [np.full(n, -7, np.int32) for n in (4, 8, 3)]  # indptr, indices, last_page_len
-        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs, "cpu")
+        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, graph, *bufs, "cpu")
+        assert w.use_tensor_cores is graph  # FlashInfer's hint, read back
         assert w._fixed_batch_size == (3 if graph else 0)
         if graph:
             assert w._paged_kv_indices_buf is bufs[1]
