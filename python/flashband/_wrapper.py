@@ -204,25 +204,11 @@ class BatchWrapperBase:
                 "device arrays, of which flashband keeps no device copy; use the arrays given to plan()")
         return self._given_buffers.get(stem + "_buf", self._given_buffers.get(stem + "_buffer"))
 
-    @property
-    def _qo_indptr_buf(self) -> Any:
-        return self._given_buffer("qo_indptr")
-
-    @property
-    def _kv_indptr_buf(self) -> Any:
-        return self._given_buffer("kv_indptr")
-
-    @property
-    def _paged_kv_indptr_buf(self) -> Any:
-        return self._given_buffer("paged_kv_indptr")
-
-    @property
-    def _paged_kv_indices_buf(self) -> Any:
-        return self._given_buffer("paged_kv_indices")
-
-    @property
-    def _paged_kv_last_page_len_buf(self) -> Any:
-        return self._given_buffer("paged_kv_last_page_len")
+    _qo_indptr_buf = property(lambda self: self._given_buffer("qo_indptr"))
+    _kv_indptr_buf = property(lambda self: self._given_buffer("kv_indptr"))
+    _paged_kv_indptr_buf = property(lambda self: self._given_buffer("paged_kv_indptr"))
+    _paged_kv_indices_buf = property(lambda self: self._given_buffer("paged_kv_indices"))
+    _paged_kv_last_page_len_buf = property(lambda self: self._given_buffer("paged_kv_last_page_len"))
 
     @property
     def kv_layout(self) -> str:
