@@ -2,7 +2,7 @@
 (Nsight Compute: profile the last launch). No report; --time prints a do_bench median.
 
   python bench/probe.py --backend sm90|sm80|cudnn|sdpa-cudnn|sdpa-fa2 --seq 16384 --page 16 [--causal] [--window 4096] [--head-dim 128]
-      [--batch B] [--heads H] [--softcap CAP] [--mixed SEED] [--check]
+      [--batch B] [--heads H] [--kv-heads HK] [--decode] [--softcap CAP] [--mixed SEED] [--check]
 """
 import argparse
 import sys
@@ -34,6 +34,10 @@ def main():
     p.add_argument("--batch", type=int, default=0, help="requests (0: 16k tokens / seq)")
     p.add_argument("--heads", type=int, default=0, help="query = KV heads (0: 2048 / head dim)")
     p.add_argument("--softcap", type=float, default=0.0, help="logits_soft_cap (0: none)")
+    # Decode: one query per request over --seq keys of a paged cache, --heads query heads
+    # over --kv-heads KV heads (the benchmark's decode rows: --heads 32 --kv-heads 8 --page 16).
+    p.add_argument("--decode", action="store_true", help="paged decode (needs --page)")
+    p.add_argument("--kv-heads", type=int, default=0, help="KV heads (0: as --heads)")
     # A serving batch is ragged: the same requests and tokens cut at random points instead of
     # into equal requests (what the sm90 unit order, cta_schedule.h, is for).
     p.add_argument("--mixed", type=int, default=-1,
@@ -53,8 +57,12 @@ def main():
         p.error("--mixed: needs at least two requests (--batch, or --seq below 16k)")
     if a.check and (a.mixed >= 0 or a.backend in peers):
         p.error("--check: equal requests and a flashband backend only")
-    case = Case("paged", "probe", batch, a.seq, a.seq, h, h, a.head_dim, a.causal, a.window, a.page,
-                logits_soft_cap=a.softcap)
+    if a.decode and (not a.page or a.backend in peers or a.mixed >= 0 or a.causal or a.window >= 0):
+        p.error("--decode: a paged cache (--page) and a flashband backend, no mask (as the "
+                "benchmark's decode rows)")
+    hk = a.kv_heads or h
+    case = Case("decode" if a.decode else "paged", "probe", batch, 1 if a.decode else a.seq, a.seq,
+                h, hk, a.head_dim, a.causal, a.window, a.page, logits_soft_cap=a.softcap)
     if a.backend in peers:
         fn, _, info = Sdpa(a.backend, peers[a.backend]).prepare(Inputs(case))
     else:

@@ -48,6 +48,31 @@ def test_merge_states(env, dtype):
     assert_lse(env.to64(s_out), ref_s, dtype)
 
 
+@pytest.mark.parametrize("rows,states,heads,dim", [(1, 64, 32, 128), (3, 40, 3, 64), (2, 12, 5, 256),
+                                                    (9, 3, 4, 128)])
+def test_merge_states_of_few_rows(env, dtype, rows, states, heads, dim):
+    """Many states over few rows (split-KV of a small batch), where the GPU merge deals a
+    row's states over groups of lanes: uneven groups (40 states in 8 groups), a group whose
+    states are all empty, a row whose states are all empty, a block with rows past the end
+    (3 x 3 rows); few states (3) stay on the plain kernel. Against a left fold in float64."""
+    env.require(op="single_prefill", dtype=dtype, head_dim=dim)
+    rng = np.random.default_rng(47)
+    v = rand(rng, rows, states, heads, dim)
+    s = rand(rng, rows, states, heads, scale=3.0)
+    s[:, 3::16] = -np.inf        # with 16 groups: group 3 holds no state
+    s[0, :, 1] = -np.inf         # one row sees nothing: 0 and -inf
+    v_in, s_in = env.array(v, dtype), env.array(s, "float32")
+    v_out, s_out = flashband.merge_states(v_in, s_in)
+    env.sync()
+    v64, s64 = env.to64(v_in), env.to64(s_in)
+    ref_v, ref_s = v64[:, 0], s64[:, 0]
+    for i in range(1, states):
+        ref_v, ref_s = merge_np(ref_v, ref_s, v64[:, i], s64[:, i])
+    assert_out(env.to64(v_out), ref_v, dtype)
+    assert_lse(env.to64(s_out), ref_s, dtype)
+    assert (env.to64(v_out)[0, 1] == 0).all() and np.isneginf(env.to64(s_out)[0, 1])
+
+
 def test_merging_two_halves_is_full_attention(env, dtype):
     qo, kv, hq, hk = 16, 90, 4, 2
     env.require(op="single_prefill", dtype=dtype, head_dim=D, num_qo_heads=hq,
