@@ -48,28 +48,38 @@ def test_merge_states(env, dtype):
     assert_lse(env.to64(s_out), ref_s, dtype)
 
 
-@pytest.mark.parametrize("rows,states,heads,dim", [(1, 64, 32, 128), (3, 40, 3, 64), (2, 12, 5, 256),
+@pytest.mark.parametrize("rows,states,heads,dim", [(1, 64, 32, 128), (3, 44, 3, 64), (2, 12, 5, 256),
+                                                    (2, 24, 2, 96), (1, 64, 2, 16), (1, 16, 2, 1024),
                                                     (9, 3, 4, 128)])
-def test_merge_states_of_few_rows(env, dtype, rows, states, heads, dim):
-    """Many states over few rows (split-KV of a small batch), where the GPU merge deals a
-    row's states over groups of lanes: uneven groups (40 states in 8 groups), a group whose
-    states are all empty, a row whose states are all empty, a block with rows past the end
-    (3 x 3 rows); few states (3) stay on the plain kernel. Against a left fold in float64."""
-    env.require(op="single_prefill", dtype=dtype, head_dim=dim)
+@pytest.mark.parametrize("f32", [False, True], ids=["dtype", "f32"])
+def test_merge_states_of_few_rows(env, dtype, rows, states, heads, dim, f32):
+    """Many states over few rows (split-KV of a small batch), where the GPU merge may deal a
+    row's states over groups of lanes: uneven groups (44 states in 8 groups), a group whose
+    states are all empty, a row where the first group is empty, a row that sees nothing,
+    values of NaN behind every empty state (never read), rows past a block's end, a head
+    dim the lanes cover partly (96), one lane a row (16) and 64 (1024), float32 states (as
+    split-KV writes them); 3 states stay on the plain kernel. Against a left fold in
+    float64. The merge does not depend on the attention backend: the env's head dim 64
+    gates it."""
+    env.require(op="single_prefill", dtype=dtype, head_dim=64)
     rng = np.random.default_rng(47)
     v = rand(rng, rows, states, heads, dim)
     s = rand(rng, rows, states, heads, scale=3.0)
     s[:, 3::16] = -np.inf        # with 16 groups: group 3 holds no state
+    s[-1, 0::16, 0] = -np.inf    # ... and in one row group 0 none
     s[0, :, 1] = -np.inf         # one row sees nothing: 0 and -inf
-    v_in, s_in = env.array(v, dtype), env.array(s, "float32")
-    v_out, s_out = flashband.merge_states(v_in, s_in)
-    env.sync()
+    in_dtype = "float32" if f32 else dtype
+    v_in, s_in = env.array(v, in_dtype), env.array(s, "float32")
     v64, s64 = env.to64(v_in), env.to64(s_in)
     ref_v, ref_s = v64[:, 0], s64[:, 0]
     for i in range(1, states):
         ref_v, ref_s = merge_np(ref_v, ref_s, v64[:, i], s64[:, i])
-    assert_out(env.to64(v_out), ref_v, dtype)
-    assert_lse(env.to64(s_out), ref_s, dtype)
+    v[np.isneginf(s)] = np.nan   # an empty state's values are never read
+    v_in = env.array(v, in_dtype)
+    v_out, s_out = flashband.merge_states(v_in, s_in)
+    env.sync()
+    assert_out(env.to64(v_out), ref_v, in_dtype)
+    assert_lse(env.to64(s_out), ref_s, in_dtype)
     assert (env.to64(v_out)[0, 1] == 0).all() and np.isneginf(env.to64(s_out)[0, 1])
 
 
