@@ -35,33 +35,37 @@ def _is(value: Any, neutral: Any) -> bool:
         return False
 
 
+# FlashInfer parameters outside the contract and the values that change nothing (one table,
+# built once: run() checks some on every call).
+_NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE",
+            # fp8 dequantisation scales: engines pass 1.0 for fp16/bf16 caches (vLLM
+            # does on every run), which scales nothing.
+            "q_scale": (None, 1.0), "k_scale": (None, 1.0), "v_scale": (None, 1.0),
+            "o_scale": (None, 1.0), "scale_q": (None, 1.0), "scale_k": (None, 1.0),
+            "scale_v": (None, 1.0),
+            # fp16 QK accumulation would lower precision below the contract's float32;
+            # RoPE parameters only mean something with a RoPE mode, which is refused.
+            "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
+            # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
+            "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
+            # FlashInfer's split-KV controls (engines pass their neutral values), the
+            # trtllm-gen/cuDNN inputs, a right window and attention sinks.
+            "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
+            "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
+            "window_right": 0, "sinks": None,
+            # FlashInfer's approximate softmax skipping and fp4 cache scale factors.
+            "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
+            # FlashInfer's multi-item scoring (SGLang passes these neutral values).
+            "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
+            "token_pos_in_items_len": 0, "max_item_len_ptr": None}
+
+
 def refuse_unsupported(**given: Any) -> None:
     """FlashInfer parameters outside flashband's contract (SPEC.md): accepted only at their
     neutral value, so that code written for FlashInfer fails loudly instead of computing
     something else."""
-    neutral = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE",
-               # fp8 dequantisation scales: engines pass 1.0 for fp16/bf16 caches (vLLM
-               # does on every run), which scales nothing.
-               "q_scale": (None, 1.0), "k_scale": (None, 1.0), "v_scale": (None, 1.0),
-               "o_scale": (None, 1.0), "scale_q": (None, 1.0), "scale_k": (None, 1.0),
-               "scale_v": (None, 1.0),
-               # fp16 QK accumulation would lower precision below the contract's float32;
-               # RoPE parameters only mean something with a RoPE mode, which is refused.
-               "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
-               # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
-               "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
-               # FlashInfer's split-KV controls (engines pass their neutral values), the
-               # trtllm-gen/cuDNN inputs, a right window and attention sinks.
-               "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
-               "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
-               "window_right": 0, "sinks": None,
-               # FlashInfer's approximate softmax skipping and fp4 cache scale factors.
-               "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
-               # FlashInfer's multi-item scoring (SGLang passes these neutral values).
-               "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
-               "token_pos_in_items_len": 0, "max_item_len_ptr": None}
     for name, value in given.items():
-        allowed = neutral[name] if isinstance(neutral[name], tuple) else (neutral[name],)
+        allowed = _NEUTRAL[name] if isinstance(_NEUTRAL[name], tuple) else (_NEUTRAL[name],)
         if not any(_is(value, a) for a in allowed):
             shown = " or ".join(repr(a) for a in allowed)
             raise UnsupportedError(f"{name}: {value!r} is not supported by flashband (allowed: {shown})")

@@ -116,7 +116,6 @@ class MultiLevelCascadeAttentionWrapper:
             float_workspace_buffer, kv_layout, use_cuda_graph, *(b[i] for b in buffers), backend=backend)
             for i in range(levels)]
         self._use_cuda_graph = bool(use_cuda_graph)
-        self._kv_layout = kv_layout
         self._planned = False
 
     @property
