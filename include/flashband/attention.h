@@ -13,12 +13,15 @@
 
 namespace flashband {
 
-// What a run did: the backend that ran and the kernel variant it used (its registry key,
-// plus what the backend chose beyond it, e.g. sm90's tile as "/tile192x128").
+// What a run did (or, returned by a batch plan(), what its runs will do): the backend and
+// the kernel variant (its registry key, plus what the backend chose beyond it, e.g. sm90's
+// tile as "/tile192x128"), and why that backend: "requested" for an explicit backend; for
+// auto, the order it tried and why each backend before the chosen one was passed over.
 struct RunInfo {
   Backend backend = Backend::kAuto;
   std::string variant;
   int num_kv_splits = 1;
+  std::string selection;
 };
 
 // Caller-owned memory on the device the problem runs on (host memory for cpu); run() never
@@ -94,9 +97,9 @@ class BatchPrefillRagged {
   BatchPrefillRagged();
   ~BatchPrefillRagged();
   // Host indptr arrays of batch_size + 1 entries. Does all host work and, for GPU backends,
-  // copies the plan into the workspace on opts.stream.
-  void plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
-            const BatchShape& shape, const Options& opts, const Workspace& workspace);
+  // copies the plan into the workspace on opts.stream. Returns what its runs will launch.
+  RunInfo plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
+               const BatchShape& shape, const Options& opts, const Workspace& workspace);
   // No allocation, no host synchronisation. Launches on the plan's opts.stream, or in the
   // second form on `stream` (a cudaStream_t; FlashInfer's run() takes the caller's current
   // stream), which must be ordered after the plan's copies (plan() enqueues them on
@@ -133,8 +136,8 @@ class BatchPrefillPaged {
  public:
   BatchPrefillPaged();
   ~BatchPrefillPaged();
-  void plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
-            const BatchShape& shape, const Options& opts, const Workspace& workspace);
+  RunInfo plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
+               const BatchShape& shape, const Options& opts, const Workspace& workspace);
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -151,8 +154,8 @@ class BatchDecodePaged {
  public:
   BatchDecodePaged();
   ~BatchDecodePaged();
-  void plan(const PagedIndex& pages, int batch_size, const BatchShape& shape,
-            const Options& opts, const Workspace& workspace);
+  RunInfo plan(const PagedIndex& pages, int batch_size, const BatchShape& shape,
+               const Options& opts, const Workspace& workspace);
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,

@@ -28,7 +28,7 @@ struct Options {
   // cache) throws instead; see plan/launch_signature.h and api/capture_guard.h. Without it a
   // captured run replays the plan it captured, valid only until the next plan() over its
   // workspace. single_prefill refuses it (it plans every call). auto's paged decode takes
-  // cudnn with it and sm80 without (docs/semantics.md).
+  // sm80 either way (docs/semantics.md).
   bool cuda_graph = false;
   // FlashInfer's disable_split_kv: no split-KV, so one CTA reduces each row over its whole
   // key range and no merge runs. Results then no longer depend on how the planner cut the

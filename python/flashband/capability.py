@@ -68,7 +68,7 @@ def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", devic
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False) -> str:
     """The backend 'auto' would pick; raises UnsupportedError saying why when none can.
-    use_cuda_graph: as the wrapper's (paged decode prefers sm80 without it, cudnn with it);
+    use_cuda_graph: as the wrapper's (auto's order no longer depends on it);
     disable_split_kv: as the wrappers' plan() argument."""
     return _C.select_backend(_problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads,
                                       causal, window_left, logits_soft_cap, return_lse,

@@ -108,9 +108,9 @@ void bind_batch(nb::module_& m) {
             const int batch = batch_of(qo, "qo_indptr");
             expect_size(kv, qo.size, "kv_indptr", "same length as qo_indptr");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
-            self.plan(qo.data, kv.data, batch,
-                      make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
-                      w.workspace);
+            return self.plan(qo.data, kv.data, batch,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                             w.workspace);
           },
           arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"), arg("num_kv_heads"),
           arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
@@ -144,9 +144,9 @@ void bind_batch(nb::module_& m) {
                 make_pages(indptr, indices, last, batch, page_size, num_pages, "paged_kv_indptr",
                            "paged_kv_indices", "paged_kv_last_page_len");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
-            self.plan(qo.data, pages, batch,
-                      make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
-                      w.workspace);
+            return self.plan(qo.data, pages, batch,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                             w.workspace);
           },
           arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices"),
           arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
@@ -187,8 +187,8 @@ void bind_batch(nb::module_& m) {
             const PagedIndex pages = make_pages(indptr, indices, last, batch, page_size, num_pages,
                                                 "indptr", "indices", "last_page_len");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
-            self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
-                      opts, w.workspace);
+            return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
+                             opts, w.workspace);
           },
           arg("indptr"), arg("indices"), arg("last_page_len"), arg("page_size"), arg("num_pages"),
           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),

@@ -55,6 +55,7 @@ void bind_options(nb::module_& m) {
       .def_prop_ro("backend", [](const RunInfo& r) { return std::string(backend_name(r.backend)); })
       .def_ro("variant", &RunInfo::variant)
       .def_ro("num_kv_splits", &RunInfo::num_kv_splits)
+      .def_ro("selection", &RunInfo::selection)
       .def("__repr__", [](const RunInfo& r) {
         return std::string("RunInfo(backend='") + backend_name(r.backend) + "', variant='" +
                r.variant + "', num_kv_splits=" + std::to_string(r.num_kv_splits) + ")";

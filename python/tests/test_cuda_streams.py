@@ -430,15 +430,15 @@ def test_a_refused_plan_keeps_the_int_workspace():
     assert w._plan_buffer is None
 
 
-def test_auto_decode_follows_use_cuda_graph():
-    """auto's paged decode: sm80 when plans come every step over drifting batches (no cuDNN
-    graph to build per batch size), cudnn under use_cuda_graph (it replays across page
-    growth). select_backend says the same as the wrappers do."""
+def test_auto_decode_takes_sm80():
+    """auto's paged decode: sm80, with or without use_cuda_graph (no cuDNN graph to build per
+    batch size; under graphs sm80's plans replay as the caches grow, where cuDNN's raise at
+    each power of two). select_backend says the same as the wrappers do."""
     require("sm80", "paged_decode")
     require("cudnn", "paged_decode")
     batch, paged = decode_problem(3)
     ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-    for graph, expected in ((False, "sm80"), (True, "cudnn")):
+    for graph, expected in ((False, "sm80"), (True, "sm80")):
         assert flashband.select_backend("paged_decode", dtype=DTYPE, head_dim=128, num_qo_heads=8,
                                         num_kv_heads=2, page_size=16, use_cuda_graph=graph) == expected
         w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=graph)
@@ -447,7 +447,14 @@ def test_auto_decode_follows_use_cuda_graph():
         out = w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)))
         torch.cuda.synchronize()
         assert w.last_run_info.backend == expected
+        assert "chose sm80" in w.last_run_info.selection, w.last_run_info.selection
         assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+        # A use_cuda_graph wrapper keeps auto's first choice; an eager one selects again.
+        w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16, q_data_type=DTYPE,
+               num_pages=paged.num_pages)
+        w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)))
+        kept = w.last_run_info.selection.startswith("auto: kept sm80")
+        assert kept == graph, w.last_run_info.selection
 
 
 def test_single_prefill_on_a_side_stream():

@@ -58,8 +58,13 @@ def test_decode(env, dtype, cap, window, page_size, layout, stacked):
     assert_out(env.to64(out), ref_o, dtype)
     assert_lse(env.to64(lse), ref_lse, dtype)
     assert_empty_rows_exact(env.to64(out), ref_lse)
+    info = wrapper.last_run_info
     if env.backend != "auto":
-        assert wrapper.last_run_info.backend == env.backend
+        assert info.backend == env.backend
+        assert info.selection == "requested"
+    else:  # why auto chose it reads back
+        assert info.selection.startswith("auto (preference "), info.selection
+        assert f"chose {info.backend}" in info.selection, info.selection
 
 
 def test_decode_equals_prefill_with_one_query(env, dtype):

@@ -51,8 +51,8 @@ RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_p
 BatchPrefillPaged::BatchPrefillPaged() : owner_(std::make_shared<char>()) {}
 BatchPrefillPaged::~BatchPrefillPaged() = default;
 
-void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
-                             const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+RunInfo BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
+                                const BatchShape& shape, const Options& opts, const Workspace& workspace) {
   detail::PlanRequest r;
   r.op = Op::kPagedPrefill;
   r.batch = batch_size;
@@ -61,6 +61,7 @@ void BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, 
   r.shape = shape;
   r.opts = opts;
   detail::plan_into(plan_, captured_, r, workspace, owner_);
+  return detail::planned_info(*plan_);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -76,8 +77,8 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
 BatchDecodePaged::~BatchDecodePaged() = default;
 
-void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
-                            const Workspace& workspace) {
+RunInfo BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
+                               const Workspace& workspace) {
   detail::PlanRequest r;
   r.op = Op::kPagedDecode;
   r.batch = batch_size;
@@ -85,6 +86,7 @@ void BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Batch
   r.shape = shape;
   r.opts = opts;
   detail::plan_into(plan_, captured_, r, workspace, owner_);
+  return detail::planned_info(*plan_);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,

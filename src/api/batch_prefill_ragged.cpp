@@ -9,8 +9,8 @@ namespace flashband {
 BatchPrefillRagged::BatchPrefillRagged() : owner_(std::make_shared<char>()) {}
 BatchPrefillRagged::~BatchPrefillRagged() = default;
 
-void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
-                              const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+RunInfo BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
+                                 const BatchShape& shape, const Options& opts, const Workspace& workspace) {
   detail::PlanRequest r;
   r.op = Op::kRaggedPrefill;
   r.batch = batch_size;
@@ -19,6 +19,7 @@ void BatchPrefillRagged::plan(const int32_t* qo_indptr, const int32_t* kv_indptr
   r.shape = shape;
   r.opts = opts;
   detail::plan_into(plan_, captured_, r, workspace, owner_);
+  return detail::planned_info(*plan_);
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,

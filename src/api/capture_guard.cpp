@@ -70,7 +70,20 @@ void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>
   // Host plans keep their arrays in the plan, not the workspace.
   const bool device = request.shape.device == Device::kCUDA;
   if (device) check_workspace_free(workspace, owner);
-  std::shared_ptr<Plan> next = make_plan(request, workspace);
+  // Under cuda_graph, auto chooses once per object: its first plan's backend serves every
+  // later plan (or that backend's refusal names why), so a replayed graph never meets a plan
+  // that auto moved to another backend (padded batches, growing lengths).
+  PlanRequest r = request;
+  const bool keep = r.opts.cuda_graph && r.opts.backend == Backend::kAuto && plan && plan->opts.cuda_graph;
+  if (keep) r.opts.backend = plan->backend;
+  std::shared_ptr<Plan> next = make_plan(r, workspace);
+  if (keep) {
+    static const std::string kept = "auto: kept ";
+    next->selection = plan->selection.compare(0, kept.size(), kept) == 0
+                          ? plan->selection
+                          : kept + backend_name(plan->backend) + ", chosen by this object's first cuda_graph plan: " +
+                                plan->selection;
+  }
   if (device) next->claim = claim_workspace(workspace, owner, captured != nullptr);
   install_plan(plan, captured, std::move(next));
 }

@@ -40,6 +40,8 @@ void install_plan(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Captu
 
 // The batch classes' plan(): the workspace checks and claim (plan/workspace_claim.h) around
 // make_plan, then install_plan. `owner` is the batch object's token (copies share it).
+// Under cuda_graph an auto request keeps the backend of the object's previous cuda_graph
+// plan (RunInfo::selection then begins "auto: kept").
 void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>& captured,
                const PlanRequest& request, const Workspace& workspace, const std::shared_ptr<const void>& owner);
 

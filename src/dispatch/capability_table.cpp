@@ -104,16 +104,15 @@ const std::vector<CapabilityRow>& capability_table() {
 const std::vector<Backend>& auto_preference(const ProblemDesc& problem) {
   static const std::vector<Backend> host = {Backend::kCPU};
   static const std::vector<Backend> cuda = {Backend::kSM90, Backend::kCUDNN, Backend::kSM80};
-  // cuDNN builds a graph for every new batch size and length bucket, ~40 ms of plan() each
-  // on the H200 (bench/plan_cost.py, session 53), where sm80's decode plans in ~0.1 ms and
-  // its kernel is 0.78x cuDNN's at batch 1 and level from 128. Eager decode, which re-plans
-  // every step over drifting batches, takes sm80; under cuda_graph the batch size is fixed,
-  // so the builds come once, and cuDNN replays across page growth within a power-of-two
-  // bucket of the longest request. (sm80's cuda_graph plans replay as the caches grow, but
-  // that is not yet GPU-verified: docs/notes.md, session 54.)
-  static const std::vector<Backend> eager_decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
+  // Paged decode takes sm80 first. cuDNN builds a graph for every new batch size and length
+  // bucket, ~40 ms of plan() each on the H200 (bench/plan_cost.py, session 53), where sm80's
+  // decode plans in ~0.1 ms and its kernel is 0.78x cuDNN's at batch 1 and level from 128;
+  // and under cuda_graph a cuDNN plan raises once the longest request crosses a power of
+  // two, and refuses the empty requests engines pad graph batches with, where sm80's plans
+  // serve both and keep their launch as the caches grow (GPU-verified 2026-12-07, H100).
+  static const std::vector<Backend> decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
   if (problem.device == Device::kCPU) return host;
-  return problem.op == Op::kPagedDecode && !problem.cuda_graph ? eager_decode : cuda;
+  return problem.op == Op::kPagedDecode ? decode : cuda;
 }
 
 }  // namespace flashband::dispatch

@@ -194,7 +194,8 @@ Selection select(const ProblemDesc& p, Backend requested, const MachineInfo& m, 
 }
 
 std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const MachineInfo& m,
-                                  const Registry& registry, const std::vector<CapabilityRow>& table) {
+                                  const Registry& registry, const std::vector<CapabilityRow>& table,
+                                  std::string* passed_over) {
   if (requested != Backend::kAuto) {
     Verdict v = check_backend(p, requested, m, registry, table);
     if (v.ok) return {{requested, v.kernel, v.row->status}};
@@ -213,6 +214,7 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
   if (out.empty())
     throw Error(ErrorCode::kUnsupported, std::string("backend 'auto': no backend can run ") + op_name(p.op) +
                                              " with these parameters:" + reasons);
+  if (passed_over) *passed_over = reasons;
   return out;
 }
 

@@ -42,10 +42,13 @@ struct Selection {
 // Every backend that may run the problem, in the order `auto` tries them (validated before
 // declared, fastest first); for an explicit request just that backend. Throws like select()
 // when there is none. A backend can still refuse at plan time (cuDNN refusing a graph):
-// `auto` then moves on to the next candidate (detail::finish_plan).
+// `auto` then moves on to the next candidate (detail::finish_plan). For auto, `passed_over`
+// (if given) receives why each backend of auto's order that cannot run it was passed over,
+// one "backend 'x' ..." reason per line.
 std::vector<Selection> candidates(const ProblemDesc& problem, Backend requested, const MachineInfo& machine,
                                   const Registry& registry,
-                                  const std::vector<CapabilityRow>& table = capability_table());
+                                  const std::vector<CapabilityRow>& table = capability_table(),
+                                  std::string* passed_over = nullptr);
 
 // Resolves `requested` (auto or explicit) or throws flashband::Error whose message names
 // the parameter and the backends that could run the problem.

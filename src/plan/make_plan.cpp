@@ -88,12 +88,12 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& r, const Workspace& workspace
   return plan;
 }
 
-void first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt) {
+std::string first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt) {
   std::string refusals;
   for (std::size_t i = 0; i < n; ++i) {
     try {
       attempt(i);
-      return;
+      return refusals;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kUnsupported || !fallback) throw;
       refusals += std::string("\n  ") + e.what();
@@ -118,7 +118,8 @@ void finish_plan(Plan& p, const Workspace& workspace) {
   // A backend may still refuse here (cuDNN refusing a graph); `auto` then tries the next one
   // from a clean copy of the parameters.
   const core::AttentionParams base = p.params;
-  first_accepting(p.candidates.size(), p.opts.backend == Backend::kAuto, [&](std::size_t i) {
+  const std::string passed_over = p.selection;
+  const std::string refused = first_accepting(p.candidates.size(), p.opts.backend == Backend::kAuto, [&](std::size_t i) {
     p.backend = p.candidates[i].backend;
     p.kernel = *p.candidates[i].kernel;
     p.params = base;
@@ -129,6 +130,12 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     // Only the cuda_graph guard compares signatures: other plans skip building it.
     if (p.opts.cuda_graph) p.state_signature = state_signature_of(p);
   });
+  if (p.opts.backend == Backend::kAuto) {
+    std::string order;
+    for (Backend b : dispatch::auto_preference(p.problem)) order += std::string(order.empty() ? "" : ", ") + backend_name(b);
+    p.selection = "auto (preference " + order + ") chose " + backend_name(p.backend) +
+                  (passed_over.empty() && refused.empty() ? "" : "; passed over:" + passed_over + refused);
+  }
 }
 
 std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
@@ -199,7 +206,9 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.disable_split_kv = r.opts.disable_split_kv;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
-  p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry());
+  p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry(),
+                                     dispatch::capability_table(), &p.selection);
+  if (r.opts.backend != Backend::kAuto) p.selection = "requested";
   p.backend = p.candidates.front().backend;
   p.kernel = *p.candidates.front().kernel;
 
@@ -234,10 +243,17 @@ RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
   dispatch::check_kernel_fits(plan.kernel, params);
   // No query rows (batch 0, or only empty requests): nothing to compute or write.
   if (params.total_qo_tokens > 0) plan.kernel.launch(params);
+  RunInfo info = planned_info(plan);
+  info.num_kv_splits = params.num_kv_splits;
+  return info;
+}
+
+RunInfo planned_info(const Plan& plan) {
   RunInfo info;
   info.backend = plan.backend;
   info.variant = plan.variant;
-  info.num_kv_splits = params.num_kv_splits;
+  info.num_kv_splits = plan.params.num_kv_splits;
+  info.selection = plan.selection;
   return info;
 }
 

@@ -27,10 +27,14 @@ std::shared_ptr<Plan> make_plan(const PlanRequest& request, const Workspace& wor
 std::shared_ptr<Plan> prepare_plan(const PlanRequest& request);
 void finish_plan(Plan& plan, const Workspace& workspace);
 
-// Calls attempt(0), attempt(1), ... until one returns. With `fallback` (backend auto), an
-// Error(kUnsupported) moves on to the next candidate; any other error, or a refusal by the
-// last candidate, propagates, the latter naming every earlier refusal too.
-void first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt);
+// Calls attempt(0), attempt(1), ... until one returns, and returns the refusals it passed
+// ("\n  " before each). With `fallback` (backend auto), an Error(kUnsupported) moves on to
+// the next candidate; any other error, or a refusal by the last candidate, propagates, the
+// latter naming every earlier refusal too.
+std::string first_accepting(std::size_t n, bool fallback, const std::function<void(std::size_t)>& attempt);
+
+// What the plan's runs will launch, and why that backend (RunInfo::selection).
+RunInfo planned_info(const Plan& plan);
 
 // run(): checks that the kernel chosen at plan time may receive these params (the
 // needs_mask guard), launches it and reports what ran.

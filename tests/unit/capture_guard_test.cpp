@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <climits>
@@ -247,6 +248,34 @@ TEST(CaptureGuard, CpuPlansAreNeverCaptured) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("cuda_graph"), std::string::npos) << e.what();
   }
+}
+
+// plan() says what will run and why. Under cuda_graph an auto object keeps the backend its
+// first plan chose; without it, and for an explicit backend, each plan selects anew.
+TEST(CaptureGuard, AutoKeepsItsFirstBackendUnderCudaGraphs) {
+  const int32_t indptr[] = {0, 2}, indices[] = {0, 1}, last[] = {16};
+  const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
+  const PagedIndex pages{indptr, indices, last, 16, 2};
+  auto plans = [&](bool graph, Backend backend) {
+    Options opts;
+    opts.cuda_graph = graph;
+    opts.backend = backend;
+    BatchDecodePaged decode;
+    const RunInfo first = decode.plan(pages, 1, shape, opts, {});
+    const RunInfo second = decode.plan(pages, 1, shape, opts, {});
+    EXPECT_EQ(first.backend, Backend::kCPU);
+    EXPECT_EQ(second.backend, Backend::kCPU);
+    return std::make_pair(first.selection, second.selection);
+  };
+  const auto graph = plans(true, Backend::kAuto);
+  EXPECT_EQ(graph.first, "auto (preference cpu) chose cpu");
+  EXPECT_EQ(graph.second, "auto: kept cpu, chosen by this object's first cuda_graph plan: " + graph.first);
+  const auto eager = plans(false, Backend::kAuto);
+  EXPECT_EQ(eager.first, graph.first);
+  EXPECT_EQ(eager.second, graph.first);
+  const auto requested = plans(true, Backend::kCPU);
+  EXPECT_EQ(requested.first, "requested");
+  EXPECT_EQ(requested.second, "requested");
 }
 
 // A window wider than every request hides nothing, and other plans drop it (the unmasked

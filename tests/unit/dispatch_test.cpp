@@ -195,9 +195,9 @@ TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   EXPECT_THROW(select(cuda_problem(), Backend::kSM90, m, reg, table), Error);
 }
 
-TEST(Dispatch, AutoTakesSm80ForEagerDecodeAndCudnnUnderCudaGraphs) {
-  // cuDNN builds a graph per new batch size (~40 ms of plan()); eager decode re-plans over
-  // drifting batches, so it takes sm80; under cuda_graph cuDNN replays across page growth.
+TEST(Dispatch, AutoTakesSm80ForDecode) {
+  // cuDNN builds a graph per new batch size (~40 ms of plan()) and, under cuda_graph, its
+  // plans raise at each power of two of the longest request: decode takes sm80 either way.
   std::vector<CapabilityRow> table;
   for (Op op : {Op::kPagedDecode, Op::kPagedPrefill})
     for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
@@ -222,7 +222,7 @@ TEST(Dispatch, AutoTakesSm80ForEagerDecodeAndCudnnUnderCudaGraphs) {
   decode.page_size = 16;
   EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
   decode.cuda_graph = true;
-  EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kCUDNN);
+  EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
   // Prefill keeps cuDNN before sm80 either way.
   ProblemDesc prefill = decode;
   prefill.op = Op::kPagedPrefill;
@@ -231,6 +231,13 @@ TEST(Dispatch, AutoTakesSm80ForEagerDecodeAndCudnnUnderCudaGraphs) {
   // An explicit backend is taken as asked.
   decode.cuda_graph = false;
   EXPECT_EQ(select(decode, Backend::kCUDNN, m, reg, table).backend, Backend::kCUDNN);
+  // auto says why it passed over the backends before its choice: sm90 has no row here.
+  std::string passed_over;
+  const auto order = candidates(decode, Backend::kAuto, m, reg, table, &passed_over);
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order.front().backend, Backend::kSM80);
+  EXPECT_NE(passed_over.find("backend 'sm90'"), std::string::npos) << passed_over;
+  EXPECT_EQ(passed_over.find("backend 'sm80'"), std::string::npos) << passed_over;
 }
 
 TEST(Dispatch, DeviceMismatchIsInvalidArgument) {
