@@ -64,9 +64,11 @@ def _in_decode_names(e: Exception) -> Exception:
     """An error of the paged prefill plan that serves q_len_per_req > 1, naming the decode
     wrapper's argument instead of the prefill's where it starts with one."""
     message = str(e)
+    rows = "but the plan's qo_indptr ends at "
+    if isinstance(e, FlashbandError) and message.startswith("q: ") and rows in message:
+        return type(e)(message.replace(rows, "but batch x q_len_per_req is "))
     for prefill_name, decode_name in (("paged_kv_last_page_len:", "last_page_len:"),
-                                      ("paged_kv_indptr:", "indptr:"), ("paged_kv_indices:", "indices:"),
-                                      ("qo_indptr:", "q (batch x q_len_per_req rows), qo_indptr:")):
+                                      ("paged_kv_indptr:", "indptr:"), ("paged_kv_indices:", "indices:")):
         if isinstance(e, FlashbandError) and message.startswith(prefill_name):
             return type(e)(decode_name + message[len(prefill_name):])
     return e

@@ -755,7 +755,7 @@ def test_flashinfer_aliases_and_index_buffer_checks():
     w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
     w.plan(paged.indptr, paged.indices, paged.last_page_len, 4, 2, D, 16, q_data_type="float32",
            q_len_per_req=3)
-    with pytest.raises(flashband.InvalidArgumentError, match=r"^q \(batch x q_len_per_req rows\)"):
+    with pytest.raises(flashband.InvalidArgumentError, match=r"^q: 2 tokens, but batch x q_len_per_req is 6$"):
         w.run(batch.q.astype(np.float32), cache)  # 2 rows where the plan needs 6
 
 

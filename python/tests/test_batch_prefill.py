@@ -119,3 +119,43 @@ def test_paged_matches_ragged(env, dtype):
     out_p = wrapper.run(q, (env.array(paged.k_pages, dtype), env.array(paged.v_pages, dtype)))
     env.sync()
     assert_out(env.to64(out_p), env.to64(out_r), dtype, what="paged vs ragged")
+
+
+def test_q_rows_must_match_qo_indptr(env, dtype):
+    """q with more (or fewer) rows than qo_indptr[-1] is refused before anything is written,
+    as FlashInfer refuses it: rows past the last request would be left unwritten. Decode's
+    q has one row per request."""
+    rng, batch = make_batch(25)
+    env.require(op="paged_prefill", dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                num_kv_heads=batch.hk, page_size=16, has_empty_rows=True)
+    paged = Paged(rng, batch, 16)
+    kv = (env.array(paged.k_pages, dtype), env.array(paged.v_pages, dtype))
+    tokens = batch.q.shape[0]
+    wrapper = flashband.BatchPrefillWithPagedKVCacheWrapper(env.workspace(
+        flashband.batch_workspace_bytes(batch.batch, tokens + 1, batch.hq, batch.d, env.device)),
+        backend=env.backend)
+    wrapper.plan(env.index(batch.qo_indptr), env.index(paged.indptr), env.index(paged.indices),
+                 env.index(paged.last_page_len), batch.hq, batch.hk, batch.d, 16,
+                 q_data_type=dtype, num_pages=paged.num_pages)
+    for rows in (tokens + 1, tokens - 1):
+        q = env.array(np.resize(batch.q, (rows,) + batch.q.shape[1:]), dtype)
+        out = env.array(np.full((rows,) + batch.q.shape[1:], 7.0), dtype)
+        with pytest.raises(flashband.InvalidArgumentError,
+                           match=rf"^q: {rows} tokens, but the plan's qo_indptr ends at {tokens}$"):
+            wrapper.run(q, kv, out=out)
+        env.sync()
+        assert np.all(env.to64(out) == 7.0)
+
+    if not flashband.supports(op="paged_decode", backend=env.backend, device=env.device,
+                              dtype=dtype, head_dim=batch.d, num_qo_heads=batch.hq,
+                              num_kv_heads=batch.hk, page_size=16, has_empty_rows=True):
+        return
+    decode = flashband.BatchDecodeWithPagedKVCacheWrapper(env.workspace(
+        flashband.batch_workspace_bytes(batch.batch, batch.batch, batch.hq, batch.d, env.device)),
+        backend=env.backend)
+    decode.plan(env.index(paged.indptr), env.index(paged.indices), env.index(paged.last_page_len),
+                batch.hq, batch.hk, batch.d, 16, q_data_type=dtype, num_pages=paged.num_pages)
+    q = env.array(batch.q[:batch.batch + 1], dtype)
+    with pytest.raises(flashband.InvalidArgumentError,
+                       match=rf"^q: decode expects \[batch_size={batch.batch},"):
+        decode.run(q, kv)

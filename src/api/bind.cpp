@@ -27,9 +27,13 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
   validate::dim_equals(aq, 1, s.num_qo_heads, "num_qo_heads");
   validate::dim_equals(aq, 2, s.head_dim, "head_dim");
   const int64_t tokens = plan.qo_indptr[plan.batch];
-  if (q.shape[0] < tokens)
-    throw Error(ErrorCode::kInvalidArgument, "qo_indptr: ends at " + std::to_string(tokens) +
-                                                 ", past q's " + std::to_string(q.shape[0]) + " tokens");
+  // Rows past the last request would be left unwritten; FlashInfer refuses them too.
+  if (q.shape[0] != tokens)
+    throw Error(ErrorCode::kInvalidArgument,
+                "q: " + std::to_string(q.shape[0]) + " tokens, but " +
+                    (plan.problem.op == Op::kPagedDecode ? "the plan's batch size is "
+                                                         : "the plan's qo_indptr ends at ") +
+                    std::to_string(tokens));
   common(aq, plan);
   validate::dims(ao, 3, "[tokens, num_qo_heads, head_dim] like q");
   validate::dtype(ao, q.dtype, "must match q");

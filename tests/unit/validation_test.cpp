@@ -192,10 +192,13 @@ TEST(Validation, RaggedIndptr) {
     w.plan(qo, kv, 2, s, lse_opts(), {});
     expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "kv_indptr: ends at 8");
   }
-  {
-    const int32_t qo[3] = {0, 2, 6};  // ends past q's 5 tokens
+  // q's rows must be qo_indptr's: rows past it would be left unwritten (FlashInfer refuses
+  // them too), rows missing would be read past q.
+  for (const int32_t end : {6, 4}) {
+    const int32_t qo[3] = {0, 2, end};  // q has 5 tokens
     w.plan(qo, kv_ok, 2, s, lse_opts(), {});
-    expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "qo_indptr: ends at 6");
+    expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); },
+                   "q: 5 tokens, but the plan's qo_indptr ends at " + std::to_string(end));
   }
   BatchPrefillRagged unplanned;
   expect_refused(b, [&] { unplanned.run(b.tq(), b.tk(), b.tv(), b.to(), &lse); }, "plan()");
