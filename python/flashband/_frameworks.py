@@ -179,7 +179,13 @@ def copy_into(buffer: Any, values: np.ndarray) -> None:
     n = len(values)
     k = kind(buffer)
     if k == "torch":
-        buffer[:n].copy_(_torch().from_numpy(values))
+        source = _torch().from_numpy(values)
+        if buffer.is_cuda:
+            # From pageable memory the copy would wait for the GPU's queued work; torch's
+            # pinned pool reuses a block only once the copy that read it has run.
+            buffer[:n].copy_(source.pin_memory(), non_blocking=True)
+        else:
+            buffer[:n].copy_(source)
     elif k == "cupy":
         buffer[:n].set(values)
     elif k == "numpy":

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/pinned_staging.h"
 
 namespace flashband::cuda {
 
@@ -15,9 +16,7 @@ std::size_t IndexBlob::append(const void* data, std::size_t bytes) {
 }
 
 void upload_async(void* device_dst, const IndexBlob& blob, void* stream) {
-  if (blob.size() == 0) return;
-  FB_CUDA_CHECK(cudaMemcpyAsync(device_dst, blob.data(), blob.size(), cudaMemcpyHostToDevice,
-                                static_cast<cudaStream_t>(stream)));
+  copy_to_device_async(device_dst, blob.data(), blob.size(), stream);
 }
 
 }  // namespace flashband::cuda

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "backends/cuda/pinned_staging.h"
 #include "backends/cudnn/cudnn_backend.h"
 #include "backends/cudnn/cudnn_version.h"
 #include "backends/cudnn/graph_cache.h"
@@ -188,10 +190,9 @@ std::size_t plan_workspace_bytes(const detail::Plan& plan) {
 
 namespace flashband::detail {
 
-// The graph key field by field, then every RunState member launch reads (not staging, the
-// host source of the plan's copy). A new member fails this until it is listed (unless it
-// fits into padding).
-static_assert(sizeof(cudnn_backend::RunState) == 304, "state_signature_cudnn: list the new RunState member");
+// The graph key field by field, then every RunState member launch reads. A new member
+// fails this until it is listed (unless it fits into padding).
+static_assert(sizeof(cudnn_backend::RunState) == 280, "state_signature_cudnn: list the new RunState member");
 
 std::string state_signature_cudnn(const Plan& plan) {
   const auto* st = static_cast<const cudnn_backend::RunState*>(plan.backend_state.get());
@@ -263,16 +264,9 @@ void plan_cudnn(Plan& plan, const Workspace& workspace) {
       state->cudnn_workspace = l.cudnn_bytes > 0 ? at.cudnn_base : nullptr;
       state->cudnn_workspace_bytes = l.cudnn_bytes;
       if (l.index_bytes > 0) {
-        state->staging = stage_indices(plan, key, l);
+        const std::vector<int32_t> staged = stage_indices(plan, key, l);
         DeviceGuard guard(key.device_id);
-        const cudaError_t err =
-            cudaMemcpyAsync(base, state->staging.data(), l.index_bytes, cudaMemcpyHostToDevice,
-                            static_cast<cudaStream_t>(p.stream));
-        if (err != cudaSuccess) {
-          throw Error(ErrorCode::kCudaError,
-                      std::string("backend 'cudnn': copying the plan's index arrays failed: ") +
-                          cudaGetErrorString(err));
-        }
+        cuda::copy_to_device_async(base, staged.data(), l.index_bytes, p.stream);
       }
       p.kv_lens = state->seq_len_kv;
     }

@@ -26,8 +26,6 @@ struct RunState {
   int32_t* page_table_x2 = nullptr;  // 2 * page indices, for a stacked cache (twice the stride)
   void* cudnn_workspace = nullptr;
   std::size_t cudnn_workspace_bytes = 0;
-  // The host source of the plan's cudaMemcpyAsync, kept alive as long as the plan.
-  std::vector<int32_t> staging;
 };
 
 }  // namespace flashband::cudnn_backend
