@@ -476,36 +476,45 @@ def test_plan_does_not_wait_for_the_gpu(backend, graph):
     """A serving loop plans step n+1 while the GPU still runs step n: plan() with host index
     arrays must not wait for the stream's queued work (its copies go through pinned staging,
     and FlashInfer's index buffers are written with non-blocking copies). The stream is held
-    busy by a long sleep kernel; plan() must return while the sleep still runs, and the run
-    after it must still compute the new plan's problem."""
+    busy by a long sleep kernel while two wrappers plan different problems: plan() must
+    return while the sleep still runs, and neither copy may overwrite the other's staged
+    bytes before it ran, so each run after them computes its own plan's problem."""
     op = "paged_decode" if backend != "sm90" else "paged_prefill"
     require(backend, op)
-    batch, paged = decode_problem(5)
-    q = to_gpu(batch.q)
-    kv = (to_gpu(paged.k_pages), to_gpu(paged.v_pages))
-    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-    n = batch.batch
-    bufs = ([torch.zeros(size, dtype=torch.int32, device="cuda")
-             for size in (n + 1, len(paged.indices) + 64, n)] if graph else [None] * 3)
-    if op == "paged_decode":
-        w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs,
-                                                         backend=backend)
-        plan = lambda: w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
-                              q_data_type=DTYPE, num_pages=paged.num_pages)
-    else:
-        qo_buf = torch.zeros(n + 1, dtype=torch.int32, device="cuda") if graph else None
-        w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", graph, qo_buf, *bufs,
-                                                          backend=backend)
-        plan = lambda: w.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len,
-                              8, 2, 128, 16, q_data_type=DTYPE, num_pages=paged.num_pages)
-    plan()  # the first plan may allocate and (cudnn) build its graph
-    w.run(q, kv)
+
+    def wrapper_for(seed):
+        batch, paged = decode_problem(seed)
+        n = batch.batch
+        ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        bufs = ([torch.zeros(size, dtype=torch.int32, device="cuda")
+                 for size in (n + 1, len(paged.indices) + 64, n)] if graph else [None] * 3)
+        if op == "paged_decode":
+            w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", graph, False, *bufs,
+                                                             backend=backend)
+            plan = lambda: w.plan(paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16,
+                                  q_data_type=DTYPE, num_pages=paged.num_pages)
+        else:
+            qo_buf = torch.zeros(n + 1, dtype=torch.int32, device="cuda") if graph else None
+            w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", graph, qo_buf, *bufs,
+                                                              backend=backend)
+            plan = lambda: w.plan(batch.qo_indptr, paged.indptr, paged.indices,
+                                  paged.last_page_len, 8, 2, 128, 16, q_data_type=DTYPE,
+                                  num_pages=paged.num_pages)
+        run = lambda: w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)))
+        return batch, plan, run
+
+    problems = [wrapper_for(seed) for seed in (5, 6)]
+    for _, plan, run in problems:  # a first plan may allocate and (cudnn) build its graph
+        plan()
+        run()
     torch.cuda.synchronize()
     busy = torch.cuda.Event()
     torch.cuda._sleep(1 << 30)  # about half a second
     busy.record()
-    plan()
+    for _, plan, _ in problems:
+        plan()
     assert not busy.query(), "plan() waited for the GPU's queued work"
-    out = w.run(q, kv)
-    torch.cuda.synchronize()
-    assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+    for batch, _, run in problems:
+        out = run()
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)

@@ -59,13 +59,17 @@ Block* free_block(int device, std::size_t bytes) {
   return &g_blocks.back();
 }
 
-bool capturing(cudaStream_t stream) {
+// Staging needs an event on the stream's device, recorded outside any capture; the device
+// is the current one (the planners set it), or -1 when staging does not apply.
+int staging_device(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+  int current = -1, of_stream = -1;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess || cudaGetDevice(&current) != cudaSuccess ||
+      cudaStreamGetDevice(stream, &of_stream) != cudaSuccess) {
     cudaGetLastError();
-    return true;  // unknown: take the direct path, which never reuses memory
+    return -1;  // unknown: take the direct path, which never reuses memory
   }
-  return status != cudaStreamCaptureStatusNone;
+  return status == cudaStreamCaptureStatusNone && of_stream == current ? current : -1;
 }
 
 }  // namespace
@@ -73,9 +77,8 @@ bool capturing(cudaStream_t stream) {
 void copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream) {
   if (bytes == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
-  if (!capturing(s)) {
-    int device = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
+  const int device = staging_device(s);
+  if (device >= 0) {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (Block* b = free_block(device, bytes)) {
       std::memcpy(b->host, src, bytes);
