@@ -7,6 +7,9 @@ request, a new num_pages) shows as a slow step; the others are host work and one
 
 Prints, per backend and with / without num_pages given to plan(): the median, 99th
 percentile and largest plan() time, the steps over 5 ms, and cuDNN graphs built (if known).
+Then, per backend, for fixed batch sizes (--batches) of 2k-key requests: the median host
+time of a repeated plan() (eager and use_cuda_graph), and whether plan() waited for the GPU
+(planned while a sleep kernel held the stream: it must return before the sleep ends).
 """
 import argparse
 import statistics
@@ -55,12 +58,41 @@ def measure(backend, steps, pool_pages, give_num_pages, seed):
     return times
 
 
+def fixed_batch(backend, batch, graph, repeats=200):
+    """(median plan() ms, plan() waited for the GPU) for `batch` requests of 2048 keys."""
+    pages = 2048 // PAGE
+    indptr = np.arange(batch + 1, dtype=np.int32) * pages
+    indices = np.random.default_rng(batch).permutation(batch * pages).astype(np.int32)
+    last = np.full(batch, PAGE, np.int32)
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=graph, backend=backend)
+    plan = lambda: w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="bfloat16",
+                          num_pages=batch * pages)
+    for _ in range(10):
+        plan()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        plan()
+        times.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    busy = torch.cuda.Event()
+    torch.cuda._sleep(1 << 30)
+    busy.record()
+    plan()
+    waited = busy.query()
+    torch.cuda.synchronize()
+    return statistics.median(times), waited
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--backends", default="cudnn,sm80,auto")
     p.add_argument("--pool-pages", type=int, default=65536)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batches", default="1,128,1024")
     a = p.parse_args()
     rows = []
     for backend in a.backends.split(","):
@@ -73,6 +105,17 @@ def main():
             q = statistics.quantiles(t, n=100)
             rows.append(f"{backend:6} num_pages={'given' if give else 'unset':5}  median {statistics.median(t):8.3f} ms"
                         f"  p99 {q[98]:8.3f}  max {max(t):8.1f}  steps > 5 ms: {sum(x > 5 for x in t)} of {len(t)}")
+    for backend in a.backends.split(","):
+        for graph in (False, True):
+            for batch in (int(b) for b in a.batches.split(",")):
+                mode = "use_cuda_graph" if graph else "eager"
+                try:
+                    ms, waited = fixed_batch(backend, batch, graph)
+                except flashband.FlashbandError as e:
+                    rows.append(f"{backend:6} {mode:14} B={batch:<5} refused: {e}")
+                    continue
+                rows.append(f"{backend:6} {mode:14} B={batch:<5} plan() median {ms * 1e3:8.1f} us"
+                            f"  waited for the GPU: {'yes' if waited else 'no'}")
     print("\n".join(rows))
 
 
