@@ -2,7 +2,7 @@
 
 A kernel that draws more power can run at a lower clock than its peer in the same run (the
 H200 throttles at its power limit), and the same problem read twice in one run has differed
-by up to 13% for sm90 while sm80 read the same (docs/notes.md, fiftieth session): TFLOP/s
+by up to 13% for sm90 while sm80 read the same (docs/journal/2026-12-04.md, s50): TFLOP/s
 alone cannot tell a slower kernel from a slower clock. nvidia-smi samples the clock and
 power in a separate process (a driver query every 20 ms; FB_BENCH_CLOCK=0 turns it off),
 each reading keeps the wall-clock window of its do_bench call (warm-up included), and
@@ -202,4 +202,4 @@ def summary(results: dict) -> Optional[str]:
     return (f"- SM clock during the readings (nvidia-smi every {PERIOD_MS} ms; per reading the median of "
             f"its samples, here their median and range per implementation): " + ", ".join(parts) + tail +
             ". A sample is the clock of an instant, and readings of one problem do not follow it "
-            "(docs/notes.md, 2026-12-04): a record, not a correction")
+            "(docs/findings.md F33): a record, not a correction")

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 
-// 2^x on the FMA pipe, the form the twenty-fourth session measured in the kernel and dropped
-// (docs/notes.md): degree-4 polynomial on the fraction, times 2^round(x) built in a float.
+// 2^x on the FMA pipe, the form measured in the kernel and dropped (findings F21; journal
+// 2026-12-01, s24): degree-4 polynomial on the fraction, times 2^round(x) built in a float.
 __device__ __forceinline__ float exp2_poly(float x) {
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
   x = fmaxf(x, -127.0f);

@@ -1,5 +1,5 @@
 // The rows of the capability table. Change a status to kValidated only together with the
-// device run that proved it (docs/notes.md records the run).
+// device run that proved it (recorded in docs/findings.md, F34).
 #include "dispatch/capability_table.h"
 
 namespace flashband::dispatch {
@@ -75,11 +75,11 @@ std::vector<CapabilityRow> build_table() {
     rows.push_back({op, Backend::kSM80, 87, 87, Status::kDeclared, sm80_limits(), kDeclared});
     rows.push_back({op, Backend::kSM80, 89, 89, Status::kDeclared, sm80_limits_99kb(op), kDeclared});
     rows.push_back({op, Backend::kSM80, 90, 90, Status::kValidated, sm80_limits(),
-                    "sm_90a build of the portable kernels; GPU grid passed on H200 (docs/notes.md)"});
+                    "sm_90a build of the portable kernels; GPU grid passed on H200 (docs/findings.md F34)"});
   }
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill}) {
     rows.push_back({op, Backend::kSM90, 90, 90, Status::kValidated, sm90_limits(),
-                    "TMA + wgmma, warp-specialised; GPU grid passed on H200 (docs/notes.md)"});
+                    "TMA + wgmma, warp-specialised; GPU grid passed on H200 (docs/findings.md F34)"});
   }
   rows.push_back({Op::kPagedDecode, Backend::kSM90, 90, 90, Status::kUnsupported, {},
                   "decode is memory-bound: served by sm80's decode kernel"});
@@ -87,7 +87,7 @@ std::vector<CapabilityRow> build_table() {
     rows.push_back({op, Backend::kCUDNN, 80, 89, Status::kDeclared, cudnn_limits(op == Op::kPagedDecode),
                     "cuDNN SDPA graphs through cudnn-frontend"});
     rows.push_back({op, Backend::kCUDNN, 90, 90, Status::kValidated, cudnn_limits(false),
-                    "cuDNN SDPA graphs; GPU grid passed on H200 with cuDNN 9.19 (docs/notes.md)"});
+                    "cuDNN SDPA graphs; GPU grid passed on H200 with cuDNN 9.19 (docs/findings.md F34)"});
     rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(false),
                     "cuDNN SDPA graphs through cudnn-frontend"});
   }
@@ -104,12 +104,9 @@ const std::vector<CapabilityRow>& capability_table() {
 const std::vector<Backend>& auto_preference(const ProblemDesc& problem) {
   static const std::vector<Backend> host = {Backend::kCPU};
   static const std::vector<Backend> cuda = {Backend::kSM90, Backend::kCUDNN, Backend::kSM80};
-  // Paged decode takes sm80 first. cuDNN builds a graph for every new batch size and length
-  // bucket, ~40 ms of plan() each on the H200 (bench/plan_cost.py, session 53), where sm80's
-  // decode plans in ~0.1 ms and its kernel is 0.78x cuDNN's at batch 1 and level from 128;
-  // and under cuda_graph a cuDNN plan raises once the longest request crosses a power of
-  // two, and refuses the empty requests engines pad graph batches with, where sm80's plans
-  // serve both and keep their launch as the caches grow (GPU-verified 2026-12-07, H100).
+  // Paged decode takes sm80 first, with or without cuda_graph: a new cuDNN graph costs tens
+  // of ms of plan(), and under cuda_graph cuDNN's plans raise at each power of two of the
+  // longest request and refuse padded (empty) requests, which sm80's serve (findings F25).
   static const std::vector<Backend> decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
   if (problem.device == Device::kCPU) return host;
   return problem.op == Op::kPagedDecode ? decode : cuda;

@@ -145,8 +145,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   Tensor rP = make_tensor<Element>(tSrS.layout());
   Tensor tOrP = make_tensor(rP.data(), acc_as_operand_a(tSrS.layout()));  // ((2,2,2), 1, N/16)
 
-  // The lazy reference (softmax.h) paid off only at D = 256 (ncu, sixth session: -6..-10%);
-  // at D = 64 and 128 it cost 8% and 5%.
+  // The lazy reference (softmax.h) pays off only at D = 256 (findings F6).
   using Softmax = RowSoftmax<kRows, kHeadDim == 256>;
   Softmax softmax;
   typename Softmax::Final fin[kRows];  // the unit's row scales and LSEs
@@ -179,10 +178,9 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   };
   // kFreshPV: a unit's first P V overwrites O instead of adding to it, so O is never
   // cleared (an empty unit stores zeros from its row scales of 0, epilogue.h). In the fused
-  // kernels the clear sat between two ping-pong turns at every unit boundary; with the
-  // windowless mask above, ncu (twenty-fifth session) measured S = 512 causal 140.8 -> 133.8
-  // us, D = 64 211.6 -> 199.4. The unfused kernels' units are long: the D = 128 wide kernel
-  // measured 16k 3.79 -> 3.85 ms with the runtime scale in its loop, so they keep the clear.
+  // kernels the clear sat between two ping-pong turns at every unit boundary. The unfused
+  // kernels' units are long, and a runtime scale in their loop cost more than the clear
+  // (findings F9).
   constexpr bool kFreshPV = Traits::kFuseUnits;
   bool o_fresh = true;
   auto issue_pv = [&](int stage) {  // O += P V[stage] (O = P V when o_fresh), committed, not waited for
@@ -317,10 +315,8 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         // s_done -> pv_done instead.
         if constexpr (!Traits::kPingPong) trace(kTrScored);
         // PV(n+1) done: O and P are free. Without ping-pong (D = 256) the softmax is made to
-        // run under that P V (wait_all_after; ncu, twenty-second session: 16k 3.29 -> 3.19
-        // ms, 2k 491 -> 460 us, 2k page 16 547 -> 522 us). With it, the other warpgroup's
-        // GEMMs fill that time, and ptxas's order (softmax after the wait) measured faster:
-        // forcing the softmax first cost D = 128 16k 3.78 -> 3.98 ms, 2k +5.7%, D = 64 +3.6%.
+        // run under that P V (wait_all_after). With it, the other warpgroup's GEMMs fill that
+        // time, and ptxas's order (softmax after the wait) is faster (findings F10).
         if constexpr (Traits::kPingPong)
           warpgroup_wait<0>();
         else

@@ -61,9 +61,8 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
     // 16-byte stores (o and its strides are 16-byte aligned: make_kernel_params): a quad's
     // 4-byte pairs of 4 column blocks are transposed so that each lane writes one block's 8
     // columns (a warp instruction: 8 rows x 64 contiguous bytes, whole sectors, instead of
-    // 8 rows x 16 bytes). Every lane shuffles; rows past qo_len only skip the stores.
-    // Measured (ninth session, ncu, bf16): S = 512 D = 128 196 -> 188 us, causal 154 ->
-    // 145, D = 256 197 -> 179, page 16 233 -> 218; 16k the same.
+    // 8 rows x 16 bytes; findings F11). Every lane shuffles; rows past qo_len only skip the
+    // stores.
     // The thread's first column is 2 * (lane % 4): the warpgroups tile the query rows only
     // (kernel_traits.h WarpgroupLayout), so every thread's columns start in block 0.
     constexpr int kBlocks = decltype(cute::size<1>(o))::value / 2;  // 8-column blocks

@@ -144,20 +144,12 @@ __device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int p
 // 16-byte chunks (thread part q copies chunks q, q + T, q + 2T, ... for T threads per row),
 // so one warp instruction reads 32 / T rows x 16 T contiguous bytes, whole sectors, and a
 // thread's copies of a row differ only in constant offsets: one shared load and one address
-// per row instead of one per copy (the per-copy address arithmetic took half the SM's
-// issue slots). Copy j of row `row` lands at gather_dst<T>(row, q, j), which is
+// per row instead of one per copy (per-copy address arithmetic bounded the producer). Copy j of row `row` lands at gather_dst<T>(row, q, j), which is
 // swizzled_offset(row, (q + T j) * 8) (checked below): q < T and T j % 8 share no bits, so
 // the swizzle XOR splits.
-// T = 4 (8 rows x 64 B per warp instruction) measured fastest (ncu, D = 128, S = 16k,
-// fifth session): page 16 4.98 -> 4.61 ms and page 1 4.98 -> 4.69 ms against T = 2, with
-// L2 throughput 80% -> 55% (fewer, larger requests); T = 8 (4 rows x 128 B) 5.31 ms. D = 256
-// kept T = 2 for its spills until the eighteenth session: with T = 4 its producer spills 28
-// bytes instead of 16, yet 2k page 16 ran 713 -> 561 us and 16k page 16 5.48 -> 3.94 ms,
-// with L2 66% -> 46% busy. T = 8 there (no spills) measured level: L2 47% -> 39%, time
-// within +-2.5% (eighteenth); T = 8 at D = 128 again after the producer's rework: +12-16%
-// (nineteenth), and +0.5-1.6% once full tiles took the lean copies below (twentieth). More
-// passes per thread cost more than whole-line copies and conflict-free shared-memory writes
-// gain.
+// T = 4 (8 rows x 64 B per warp instruction) is the fastest at every head dim: fewer, larger
+// L2 requests than T = 2, and more passes per thread at T = 8 cost more than its whole-line
+// copies gain (findings F13).
 // D = 256's 80-key tile takes T = 8: a pass of T = 4 covers 32 rows, which 80 does not
 // divide. D = 128's 176 keys keep T = 4, the rate measured at D = 128, with a last pass of
 // 16 rows (warps 0 and 1 copy, the others skip it: the test is warp-uniform).
@@ -192,11 +184,9 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 // cp.async. `addresses` is the shared address of the K or V column of the row table.
 // kTail (the tile holding kv_len's end): rows without a page (address 0) become zeros by a
 // zero source size, read from `fallback`, a valid address (a zero V row keeps 0 * V finite
-// where P is 0). Full tiles copy whole rows with no size operand or select: with them the
-// producer issued ~17 instructions of address arithmetic per 4 copies and was busy ~90% of
-// the time at page 16 (ncu, nineteenth session). No zero row in device memory for rows past
-// kv_len instead of the tail path: every SM's copies then hit the same L2 lines, and
-// 64-token requests at page 1 ran 4.2x slower (twentieth).
+// where P is 0). Full tiles copy whole rows with no size operand or select, which kept the
+// producer busy. No zero row in device memory for rows past kv_len instead of the tail
+// path: every SM's copies would hit the same L2 lines (findings F13).
 template <class Traits, bool kTail>
 __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fallback, typename Traits::Element* tile,
                                            int tid) {
@@ -262,12 +252,11 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
   int table = 0;  // the buffer the next unit's first table goes to
   // A unit's last V goes out after the next unit's first K: its stage frees a step later
   // than that K's, and waiting for it first put the next unit's page lookups, row table and
-  // gather behind it, so the consumers waited for that K at every unit start (ncu,
-  // twentieth session). last_v: its table buffer, -1 for none; last_v_n, last_v_full and
-  // last_v_head: its tile, whether that tile is full, its KV head. Not at D = 256: with one
-  // Q buffer the next unit's Q waits for the consumers to pass this unit's last QK^T, so
-  // the deferred V came later still, and the consumers waited for it at their last P V:
-  // 4-23% slower, 6-13% with that Q load moved after the V (ncu, twenty-first session).
+  // gather behind it, so the consumers waited for that K at every unit start. last_v: its
+  // table buffer, -1 for none; last_v_n, last_v_full and last_v_head: its tile, whether that
+  // tile is full, its KV head. Not at D = 256: with one Q buffer the next unit's Q waits for
+  // the consumers to pass this unit's last QK^T, so the deferred V would come later still
+  // (findings F15).
   constexpr bool kDeferLastV = Traits::kQStages > 1;
   constexpr int kTables = SharedStorage<Traits>::kRowTables;
   // Each thread's pages of a tile's rows: one, two for D = 128's 176 keys (gathered only).

@@ -65,8 +65,7 @@ struct WorkListInput {
 // bucket by request, then longest-first. Strict longest-first (one bucket per length)
 // balances the persistent grid best, but under a causal mask it runs one query tile of
 // every request and head side by side, so a batch whose K/V exceeds L2 reads it from DRAM
-// once per query tile (S = 512 and 2k at B*S = 16k, D = 128: 2.5x and 8.5x its size; DRAM
-// 57-66% busy under ncu, 28-37% with buckets, 5-6% less time). Fewer buckets put the
+// once per query tile (findings F16). Fewer buckets put the
 // query tiles of one request together, so the CTAs running at the same time share its K/V tiles in L2; the planner takes the fewest buckets
 // whose makespan under the persistent schedule (snake_makespan) stays within 2% of strict
 // longest-first's. With in.balance, no KV splits and more than two rounds of units, items
@@ -112,16 +111,12 @@ int wave_splits(const WorkListInput& in, int max_splits, int min_tiles_per_split
 // split run, and returns the cheapest where it is at least 10% below `splits`'s cost, else
 // `splits`: it only ever splits more. in.num_splits is not read.
 constexpr int kMaxSplitsByMakespan = 8;
-// The merge launch that follows a split run, in KV steps of the run. Fitted by whole-call
-// time (H200, D = 128 causal, 16k query rows x heads): 4096 x 4 heads 57.7 -> 48.3 us and
-// 16k x 1 202.1 -> 123.5 at two splits give 1.41 us a step and 11.8 us for the merge (8.4
-// steps), which also predicts 2048 x 8's loss at two splits (34.0 -> 37.7, model 37.3).
+// The merge launch that follows a split run, in KV steps of the run, fitted by whole-call
+// time at D = 128 (findings F18).
 constexpr int kSplitMergeSteps = 8;
 // The merge at a head dim: it reads every split's float32 partial state (4 D + 4 bytes a
 // row), so it grows with D, while a KV step of the tiles each head dim runs takes about
-// the same time (D = 128's 128-key step 1.41 us, D = 256's 80-key one 1.34). Measured at D
-// = 256 (4096 x 4 and 8192 x 2 heads causal, wave rule against two splits): ~25 us, 19
-// steps.
+// the same time (findings F18).
 constexpr int split_merge_steps(int head_dim) { return kSplitMergeSteps * head_dim / 128; }
 int splits_by_makespan(const WorkListInput& in, int splits, int max_splits, int min_tiles_per_split,
                        int merge_steps);
