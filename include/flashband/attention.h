@@ -63,6 +63,7 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
 struct Capture;  // what a CUDA graph captured, src/api/capture_guard.h
+class PageStatus;  // device page indices' status word, src/plan/page_status.h
 }
 
 // The description plan() needs besides the index arrays.
@@ -130,6 +131,14 @@ struct PagedIndex {
   const int32_t* last_page_len = nullptr;  // [batch]
   int page_size = 0;
   int num_pages = 0;  // pages in the cache; indices are checked against it
+  // FlashInfer's CUDA-graph contract: a device array of the page indices (at least
+  // indptr[batch] entries) that every run reads as it is when the run executes, so a caller
+  // may rewrite it in place between replays of a captured graph. plan() then copies no page
+  // index, and `indices` may be null (then plan() reads none on the host). A run meeting an
+  // index outside [0, pages of the cache) never dereferences it: it records the first one,
+  // and the object's next plan(), run() or check() raises it. Backends that copy page
+  // indices at plan time refuse it (support matrix: device page indices).
+  const int32_t* device_indices = nullptr;
 };
 
 class BatchPrefillPaged {
@@ -143,10 +152,15 @@ class BatchPrefillPaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
 
+  // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
+  // and run() do too); never waits for the GPU, so a run still in flight reports later.
+  void check() const;
+
  private:
   std::shared_ptr<const detail::Plan> plan_;
   mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
   std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
+  std::shared_ptr<detail::PageStatus> page_status_;  // made by the first plan with device_indices
 };
 
 // One query per request: q and out [batch, Hq, D].
@@ -161,10 +175,15 @@ class BatchDecodePaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
 
+  // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
+  // and run() do too); never waits for the GPU, so a run still in flight reports later.
+  void check() const;
+
  private:
   std::shared_ptr<const detail::Plan> plan_;
   mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
   std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
+  std::shared_ptr<detail::PageStatus> page_status_;  // made by the first plan with device_indices
 };
 
 // Merges two partial results over disjoint keys: v [n, H, D], s [n, H] (base-2 LSE, float32).

@@ -31,10 +31,12 @@ struct ProblemDesc {
   bool has_empty_rows = false;
   int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
   bool qo_longer_than_kv = false;  // some request has qo_len > kv_len
-  // Options::cuda_graph: runs are replayed in CUDA graphs across plans. auto's order for
-  // paged decode follows it (dispatch/capability_table.cpp, auto_preference).
+  // Options::cuda_graph: runs are replayed in CUDA graphs across plans (auto's order no
+  // longer depends on it; kept so callers can state it).
   bool cuda_graph = false;
   bool disable_split_kv = false;  // Options::disable_split_kv
+  // PagedIndex::device_indices: runs read the page indices from a device array as it is then.
+  bool device_page_indices = false;
 };
 
 struct SupportAnswer {

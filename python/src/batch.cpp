@@ -61,19 +61,46 @@ WorkspaceArg workspaces_of(const OutArray& workspace, const OutArray& plan_works
 // the legacy default stream and for host arrays).
 void* as_stream(uintptr_t stream) { return reinterpret_cast<void*>(stream); }
 
-// Page arrays of a paged plan; indptr[batch] must not run past the indices array, which
-// the C++ API receives as a bare pointer.
-PagedIndex make_pages(const HostIndex& indptr, const HostIndex& indices,
+void expect_entries(int64_t size, int64_t used, const std::string& name, const char* indptr_name) {
+  if (used < 0 || used > size)
+    invalid(name + ": has " + std::to_string(size) + " entries but " + indptr_name + "[-1] = " + std::to_string(used));
+}
+
+// The page-index array the runs read on the device (PagedIndex::device_indices): int32,
+// 1-D, contiguous, on the workspace's CUDA device, long enough for the plan.
+const int32_t* device_index(const InArray& a, const std::string& name, int64_t used, const char* indptr_name,
+                            const WorkspaceArg& w) {
+  if (a.device_type() != nb::device::cuda::value || w.device != Device::kCUDA ||
+      a.device_id() != static_cast<int32_t>(w.device_id))
+    invalid(name + ": must be on the CUDA device of the workspace");
+  if (a.dtype() != nb::dtype<int32_t>()) invalid(name + ": dtype must be int32");
+  if (a.ndim() != 1) invalid(name + ": must be 1-D; got " + std::to_string(a.ndim()) + " dims");
+  if (a.shape(0) > 1 && a.stride(0) != 1) invalid(name + ": must be contiguous");
+  expect_entries(static_cast<int64_t>(a.shape(0)), used, name, indptr_name);
+  return static_cast<const int32_t*>(a.data());
+}
+
+// Page arrays of a paged plan; indptr[batch] must not run past the indices arrays, which
+// the C++ API receives as bare pointers. Host indices may be absent when device ones are
+// given (FlashInfer's fast decode plan: the page table lives in the caller's buffer).
+PagedIndex make_pages(const HostIndex& indptr, const InArray& indices, const InArray& device_indices,
                       const HostIndex& last_page_len, int batch, int page_size, int num_pages,
-                      const char* indptr_name, const char* indices_name, const char* last_name) {
+                      const WorkspaceArg& w, const char* indptr_name, const char* indices_name,
+                      const char* last_name) {
   expect_size(last_page_len, batch, last_name, "one per request");
   const int64_t used = indptr.data[batch];
-  if (used < 0 || used > indices.size)
-    invalid(std::string(indices_name) + ": has " + std::to_string(indices.size) + " entries but " +
-            indptr_name + "[-1] = " + std::to_string(used));
   PagedIndex p;
+  if (!indices.is_valid() && !device_indices.is_valid())
+    invalid(std::string(indices_name) + ": is None; give the page indices");
+  if (indices.is_valid()) {
+    const HostIndex host = host_index(indices, indices_name);
+    expect_entries(host.size, used, indices_name, indptr_name);
+    p.indices = host.data;
+  }
+  if (device_indices.is_valid())
+    p.device_indices = device_index(device_indices, std::string(indices_name) + " (device buffer)", used,
+                                    indptr_name, w);
   p.indptr = indptr.data;
-  p.indices = indices.data;
   p.last_page_len = last_page_len.data;
   p.page_size = page_size;
   p.num_pages = num_pages;
@@ -133,25 +160,25 @@ void bind_batch(nb::module_& m) {
              const InArray& paged_kv_indices, const InArray& paged_kv_last_page_len,
              int page_size, int num_pages, int num_qo_heads, int num_kv_heads, int head_dim,
              const std::string& dtype, const Options& opts, const OutArray& workspace,
-             const OutArray& plan_workspace) {
+             const OutArray& plan_workspace, const InArray& device_indices) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex indptr = host_index(paged_kv_indptr, "paged_kv_indptr");
-            const HostIndex indices = host_index(paged_kv_indices, "paged_kv_indices");
             const HostIndex last = host_index(paged_kv_last_page_len, "paged_kv_last_page_len");
             const int batch = batch_of(qo, "qo_indptr");
             expect_size(indptr, qo.size, "paged_kv_indptr", "same length as qo_indptr");
-            const PagedIndex pages =
-                make_pages(indptr, indices, last, batch, page_size, num_pages, "paged_kv_indptr",
-                           "paged_kv_indices", "paged_kv_last_page_len");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
+            const PagedIndex pages =
+                make_pages(indptr, paged_kv_indices, device_indices, last, batch, page_size, num_pages, w,
+                           "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len");
             return self.plan(qo.data, pages, batch,
                              make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
                              w.workspace);
           },
-          arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices"),
+          arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices").none(),
           arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
           arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
-          arg("plan_workspace").none() = nb::none(), release)
+          arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(), release)
+      .def("check", &BatchPrefillPaged::check, release)
       .def(
           "run",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
@@ -179,20 +206,21 @@ void bind_batch(nb::module_& m) {
           [](BatchDecodePaged& self, const InArray& indptr_arr, const InArray& indices_arr,
              const InArray& last_page_len_arr, int page_size, int num_pages, int num_qo_heads,
              int num_kv_heads, int head_dim, const std::string& dtype, const Options& opts,
-             const OutArray& workspace, const OutArray& plan_workspace) {
+             const OutArray& workspace, const OutArray& plan_workspace, const InArray& device_indices) {
             const HostIndex indptr = host_index(indptr_arr, "indptr");
-            const HostIndex indices = host_index(indices_arr, "indices");
             const HostIndex last = host_index(last_page_len_arr, "last_page_len");
             const int batch = batch_of(indptr, "indptr");
-            const PagedIndex pages = make_pages(indptr, indices, last, batch, page_size, num_pages,
-                                                "indptr", "indices", "last_page_len");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
+            const PagedIndex pages = make_pages(indptr, indices_arr, device_indices, last, batch, page_size,
+                                                num_pages, w, "indptr", "indices", "last_page_len");
             return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
                              opts, w.workspace);
           },
-          arg("indptr"), arg("indices"), arg("last_page_len"), arg("page_size"), arg("num_pages"),
+          arg("indptr"), arg("indices").none(), arg("last_page_len"), arg("page_size"), arg("num_pages"),
           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),
-          arg("workspace"), arg("plan_workspace").none() = nb::none(), release)
+          arg("workspace"), arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(),
+          release)
+      .def("check", &BatchDecodePaged::check, release)
       .def(
           "run",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,

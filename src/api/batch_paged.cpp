@@ -5,6 +5,7 @@
 #include "api/bind.h"
 #include "api/capture_guard.h"
 #include "plan/make_plan.h"
+#include "plan/page_status.h"
 
 namespace flashband {
 
@@ -37,6 +38,7 @@ RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_p
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
                   void* stream) {
   detail::before_run(plan);
+  if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
   core::AttentionParams a = plan->params;
   bind::stream(a, *plan, stream);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
@@ -44,6 +46,20 @@ RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_p
   RunInfo info = detail::launch(*plan, a);
   detail::after_run(captured, plan, a);
   return info;
+}
+
+// The object's status word for device page indices, made by its first plan that gives them
+// (a graph captures its address, so later plans keep it); a plan first raises what an
+// earlier run recorded there.
+std::shared_ptr<detail::PageStatus> page_status_for(std::shared_ptr<detail::PageStatus>& held, const PagedIndex& pages,
+                                                    const BatchShape& shape) {
+  if (!pages.device_indices || shape.device != Device::kCUDA) return nullptr;
+  if (held) {
+    held->raise_if_set();
+  } else {
+    held = std::make_shared<detail::PageStatus>(shape.device_id);
+  }
+  return held;
 }
 
 }  // namespace
@@ -60,6 +76,7 @@ RunInfo BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& page
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
+  r.page_status = page_status_for(page_status_, pages, shape);
   detail::plan_into(plan_, captured_, r, workspace, owner_);
   return detail::planned_info(*plan_);
 }
@@ -85,6 +102,7 @@ RunInfo BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const Ba
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
+  r.page_status = page_status_for(page_status_, pages, shape);
   detail::plan_into(plan_, captured_, r, workspace, owner_);
   return detail::planned_info(*plan_);
 }
@@ -100,6 +118,14 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
   return run_paged(plan_, captured_, q, kv, out, lse, stream);
+}
+
+void BatchPrefillPaged::check() const {
+  if (page_status_) page_status_->raise_if_set();
+}
+
+void BatchDecodePaged::check() const {
+  if (page_status_) page_status_->raise_if_set();
 }
 
 }  // namespace flashband

@@ -46,6 +46,10 @@ struct AttentionParams {
   const int32_t* page_indices = nullptr;   // paged only
   const int32_t* last_page_len = nullptr;  // paged only, [batch]
   const int32_t* kv_lens = nullptr;        // [batch], derived by plan() for both storages
+  // Set when page_indices is the caller's device array (PagedIndex::device_indices): the
+  // kernels then check each index against the pools and record the first bad one here
+  // ([claimed, entry, page, published], mapped host memory) instead of dereferencing it.
+  int* page_status = nullptr;
 
   // Semantics (window already normalised; sm_scale already defaulted).
   bool causal = false;

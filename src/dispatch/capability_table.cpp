@@ -29,6 +29,7 @@ Limits sm80_limits() {
   Limits l;
   l.dtypes = {DType::kF16, DType::kBF16};
   l.head_dims = {64, 128, 256};
+  l.device_page_indices = true;  // its kernels read page_indices through a pointer, checked
   return l;
 }
 
@@ -44,6 +45,7 @@ Limits sm80_limits_99kb(Op op) {
 
 Limits sm90_limits() {
   Limits l = sm80_limits();
+  l.device_page_indices = false;  // its planner reads the page indices to build TMA work
   return l;
 }
 

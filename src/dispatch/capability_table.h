@@ -35,6 +35,9 @@ struct Limits {
   bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
   bool window_qo_longer_than_kv = true;  // window_left with a request whose qo_len > kv_len
   bool split_kv_control = true;  // honours Options::disable_split_kv
+  // Reads page indices from the caller's device array at every run (PagedIndex::
+  // device_indices) rather than copying them at plan time.
+  bool device_page_indices = false;
   // cudnn rows: runtime cuDNN versions are also checked against
   // backends/cudnn/known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.
   bool cudnn_versions = false;

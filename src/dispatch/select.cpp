@@ -64,6 +64,9 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
            " when a request has qo_len > kv_len";
   if (p.disable_split_kv && !l.split_kv_control)
     return prefix(b) + "does not support disable_split_kv=true (it cannot promise that no engine splits the keys)";
+  if (p.device_page_indices && !l.device_page_indices)
+    return prefix(b) + "does not read paged_kv_indices from a device array at run time (it copies them at "
+                       "plan time); give host page indices";
   if (p.has_empty_rows && !l.empty_rows)
     return prefix(b) + "does not support query rows that see no key (causal with qo_len > kv_len, or kv_len 0)";
   if (is_paged(p.op) || p.op == Op::kSinglePrefill || p.op == Op::kRaggedPrefill) {

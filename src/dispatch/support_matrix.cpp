@@ -89,6 +89,9 @@ std::string support_matrix_markdown() {
     << refused_by([](const dispatch::Limits& l) { return l.empty_rows; }) << ".\n";
   s << "\n`disable_split_kv` (no split-KV) is refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.split_kv_control; }) << ".\n";
+  s << "\nPage indices read from a device array at every run (FlashInfer's CUDA-graph index "
+       "buffers, `PagedIndex::device_indices`) are refused by: "
+    << refused_by([](const dispatch::Limits& l) { return l.device_page_indices; }) << ".\n";
   s << "\ncuDNN versions refused at selection: older than "
     << cudnn_backend::kMinCudnnVersion;
   for (const auto& w : cudnn_backend::kKnownBadWindows)

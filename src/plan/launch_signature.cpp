@@ -10,7 +10,7 @@ namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
 // fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
-static_assert(sizeof(core::AttentionParams) == 304, "launch_signature: list the new AttentionParams field");
+static_assert(sizeof(core::AttentionParams) == 312, "launch_signature: list the new AttentionParams field");
 
 class Fields {
  public:
@@ -65,7 +65,7 @@ std::string launch_signature(const Plan& plan) {
   f.add("num_qo_heads", a.num_qo_heads).add("num_kv_heads", a.num_kv_heads).add("head_dim", a.head_dim);
   f.add("kv_storage", static_cast<int>(a.kv_storage)).add("page_size", a.page_size);
   f.add_ptr("qo_indptr", a.qo_indptr).add_ptr("kv_indptr", a.kv_indptr).add_ptr("page_indices", a.page_indices);
-  f.add_ptr("last_page_len", a.last_page_len).add_ptr("kv_lens", a.kv_lens);
+  f.add_ptr("last_page_len", a.last_page_len).add_ptr("kv_lens", a.kv_lens).add_ptr("page_status", a.page_status);
   f.add("causal", a.causal).add("window_left", a.window_left);
   f.add_float("logits_soft_cap", a.logits_soft_cap).add_float("sm_scale", a.sm_scale);
   if (launch_reads_max_lengths(plan)) f.add("max_qo_len", a.max_qo_len).add("max_kv_len", a.max_kv_len);

@@ -10,6 +10,7 @@
 #include "core/mask.h"
 #include "dispatch/select.h"
 #include "plan/graph_window.h"
+#include "plan/page_status.h"
 
 namespace flashband::detail {
 
@@ -22,13 +23,16 @@ void read_pages(Plan& plan, const PagedIndex& pages, int batch) {
   if (pages.page_size < 1) fail("page_size: got " + std::to_string(pages.page_size) + ", allowed: >= 1");
   if (pages.num_pages < 0) fail("num_pages: got " + std::to_string(pages.num_pages) + ", allowed: >= 0");
   const int64_t nnz = validate::indptr("paged_kv_indptr", pages.indptr, batch);
-  if (nnz > 0 && !pages.indices) fail("paged_kv_indices: is null but paged_kv_indptr ends at " + std::to_string(nnz));
+  if (nnz > 0 && !pages.indices && !pages.device_indices)
+    fail("paged_kv_indices: is null but paged_kv_indptr ends at " + std::to_string(nnz));
   if (batch > 0 && !pages.last_page_len) fail("paged_kv_last_page_len: is null, expected " + std::to_string(batch) + " entries");
   plan.page_size = pages.page_size;
   plan.num_pages = pages.num_pages;
   plan.kv_indptr.assign(pages.indptr, pages.indptr + batch + 1);
-  plan.page_indices.assign(pages.indices, pages.indices + nnz);
-  for (int64_t i = 0; i < nnz; ++i) {
+  plan.device_page_indices = pages.device_indices;
+  // Device indices alone are never read here: the kernels check them as they read them.
+  if (pages.indices) plan.page_indices.assign(pages.indices, pages.indices + nnz);
+  for (std::size_t i = 0; i < plan.page_indices.size(); ++i) {
     const int32_t p = plan.page_indices[i];
     if (p < 0 || p >= pages.num_pages)
       fail("paged_kv_indices: entry " + std::to_string(i) + " is " + std::to_string(p) + ", allowed: [0, num_pages=" +
@@ -162,6 +166,10 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   if (r.op == Op::kPagedPrefill || r.op == Op::kPagedDecode) {
     if (!r.pages) fail("paged_kv: missing page index");
     read_pages(p, *r.pages, r.batch);
+    if (p.device_page_indices && r.page_status) {
+      p.page_status_owner = r.page_status;
+      p.page_status = r.page_status->device_word();
+    }
   } else {
     p.total_kv_tokens = validate::indptr("kv_indptr", r.kv_indptr, r.batch);
     p.kv_indptr.assign(r.kv_indptr, r.kv_indptr + r.batch + 1);
@@ -204,6 +212,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.qo_longer_than_kv = qo_longer;
   d.cuda_graph = r.opts.cuda_graph;
   d.disable_split_kv = r.opts.disable_split_kv;
+  d.device_page_indices = r.pages && r.pages->device_indices;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry(),

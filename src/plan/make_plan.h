@@ -16,6 +16,7 @@ struct PlanRequest {
   const PagedIndex* pages = nullptr;   // paged ops
   BatchShape shape;
   Options opts;
+  std::shared_ptr<PageStatus> page_status;  // paged with device indices: the object's word
 };
 
 std::shared_ptr<Plan> make_plan(const PlanRequest& request, const Workspace& workspace);

@@ -18,6 +18,7 @@
 namespace flashband::detail {
 
 struct WorkspaceClaim;  // plan/workspace_claim.h
+class PageStatus;      // plan/page_status.h
 
 struct Plan {
   ProblemDesc problem;  // window normalised against max_kv_len
@@ -27,7 +28,11 @@ struct Plan {
 
   std::vector<int32_t> qo_indptr;      // [batch + 1]
   std::vector<int32_t> kv_indptr;      // ragged token offsets or page offsets, [batch + 1]
-  std::vector<int32_t> page_indices;   // paged only
+  std::vector<int32_t> page_indices;   // paged only; empty when only device indices were given
+  const int32_t* device_page_indices = nullptr;  // PagedIndex::device_indices
+  // The batch object's status word (plan/page_status.h) when runs read device indices.
+  std::shared_ptr<PageStatus> page_status_owner;
+  int* page_status = nullptr;
   std::vector<int32_t> last_page_len;  // paged only
   std::vector<int32_t> kv_lens;        // [batch]
   int page_size = 0;

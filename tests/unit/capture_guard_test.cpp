@@ -278,6 +278,37 @@ TEST(CaptureGuard, AutoKeepsItsFirstBackendUnderCudaGraphs) {
   EXPECT_EQ(requested.second, "requested");
 }
 
+// Device page indices: only backends whose runs read them accept them (not cpu); with
+// neither host nor device indices a plan names the missing array.
+TEST(CaptureGuard, DevicePageIndicesAreRefusedByTheCpuBackend) {
+  const int32_t indptr[] = {0, 2}, indices[] = {0, 1}, last[] = {16};
+  const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
+  PagedIndex pages{indptr, indices, last, 16, 2};
+  pages.device_indices = indices;  // any non-null pointer: the refusal comes first
+  for (Backend backend : {Backend::kAuto, Backend::kCPU}) {
+    Options opts;
+    opts.backend = backend;
+    BatchDecodePaged decode;
+    try {
+      decode.plan(pages, 1, shape, opts, {});
+      FAIL() << "the cpu backend accepted device page indices";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("paged_kv_indices from a device array"), std::string::npos) << e.what();
+    }
+  }
+  pages.device_indices = nullptr;
+  pages.indices = nullptr;
+  Options opts;
+  BatchDecodePaged decode;
+  try {
+    decode.plan(pages, 1, shape, opts, {});
+    FAIL() << "a plan without page indices was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("paged_kv_indices: is null"), std::string::npos) << e.what();
+  }
+}
+
 // A window wider than every request hides nothing, and other plans drop it (the unmasked
 // kernels serve them). A cuda_graph plan keeps it, so the plan of the same batch once its
 // requests outgrow the window selects the same (masked) kernel with the same argument.

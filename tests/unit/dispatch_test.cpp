@@ -240,6 +240,43 @@ TEST(Dispatch, AutoTakesSm80ForDecode) {
   EXPECT_EQ(passed_over.find("backend 'sm80'"), std::string::npos) << passed_over;
 }
 
+TEST(Dispatch, DevicePageIndicesOnlyWhereTheTableAllowsThem) {
+  std::vector<CapabilityRow> table;
+  Registry reg;
+  for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
+    CapabilityRow r = row(b, true);
+    r.op = Op::kPagedDecode;
+    r.limits.device_page_indices = b == Backend::kSM80;
+    table.push_back(r);
+    VariantKey k;
+    k.backend = b;
+    k.shape = KernelShape::kDecode;
+    k.storage = core::KVStorage::kPaged;
+    k.head_dim = 128;
+    reg.add(k, fake_launch);
+  }
+  MachineInfo m = hopper();
+  m.cudnn_version = 91900;
+  ProblemDesc decode = cuda_problem();
+  decode.op = Op::kPagedDecode;
+  decode.page_size = 16;
+  decode.device_page_indices = true;
+  EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
+  try {
+    select(decode, Backend::kCUDNN, m, reg, table);
+    FAIL() << "cudnn accepted device page indices";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("does not read paged_kv_indices from a device array"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'sm80' does"), std::string::npos) << e.what();
+  }
+  // The shipped table: sm80 reads them, the others copy page indices at plan time.
+  for (const CapabilityRow& r : capability_table())
+    if (r.op == Op::kPagedDecode || r.op == Op::kPagedPrefill)
+      EXPECT_EQ(r.limits.device_page_indices, r.backend == Backend::kSM80) << backend_name(r.backend);
+}
+
 TEST(Dispatch, DeviceMismatchIsInvalidArgument) {
   ProblemDesc p = cuda_problem();
   p.device = Device::kCPU;

@@ -76,7 +76,8 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   a.qo_indptr = at(wp.off_qo_indptr);
   a.kv_indptr = at(wp.off_kv_indptr);
   a.kv_lens = at(wp.off_kv_lens);
-  a.page_indices = paged ? at(wp.off_page_indices) : nullptr;
+  a.page_indices = !paged ? nullptr : plan.device_page_indices ? plan.device_page_indices : at(wp.off_page_indices);
+  a.page_status = paged ? plan.page_status : nullptr;
   a.last_page_len = paged ? at(wp.off_last_page_len) : nullptr;
   a.work = base + wp.off_work;
   a.num_work_items = static_cast<int>(wp.work.size());

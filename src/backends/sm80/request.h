@@ -61,6 +61,24 @@ inline int implicit_grid(const core::AttentionParams& p, int block_m) {
   return static_cast<int>(tiles * p.num_kv_heads);
 }
 
+// Records the first page index outside the pools (p.page_status: device page indices only).
+__device__ __noinline__ inline void report_bad_page(int* status, int entry, int64_t page) {
+  if (atomicCAS(status, 0, 1) == 0) {
+    status[1] = entry;
+    status[2] = static_cast<int>(page);
+    __threadfence_system();  // the host reads the word only once it is published
+    atomicExch(status + 3, 1);
+  }
+}
+
+// `page`, read from page_indices[entry], or page 0 after recording it when it lies outside
+// the pools: an index the caller wrote into its device array is never dereferenced.
+__device__ __forceinline__ int64_t checked_page(const core::AttentionParams& p, int entry, int64_t page) {
+  if (p.page_status == nullptr || (page >= 0 && page < p.k_num_pages && page < p.v_num_pages)) return page;
+  report_bad_page(p.page_status, entry, page);
+  return 0;
+}
+
 // Element offsets of key `t` (< kv_len) of the request's kv head in K and in V. Holds two
 // ints; strides and base pointers come from the kernel parameters (constant bank), which
 // keeps registers free through the main loop.
@@ -74,7 +92,8 @@ struct KVRows {
 
   __device__ __forceinline__ void offsets(const core::AttentionParams& p, int t, int64_t& k, int64_t& v) const {
     if constexpr (kPaged) {
-      const int64_t page = p.page_indices[first + t / p.page_size];
+      const int entry = first + t / p.page_size;
+      const int64_t page = checked_page(p, entry, p.page_indices[entry]);
       const int64_t slot = t % p.page_size;
       k = page * p.k_stride_page + slot * p.k_stride_n + kv_head * p.k_stride_h;
       v = page * p.v_stride_page + slot * p.v_stride_n + kv_head * p.v_stride_h;

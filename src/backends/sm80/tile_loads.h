@@ -91,6 +91,11 @@ __device__ __forceinline__ void load_kv_tile(uint32_t sk, uint32_t sv, const cor
 #pragma unroll
       for (int i = 0; i < L::kKVPasses; ++i)  // all index loads in flight at once
         page[i] = p.page_indices[kv.first + ((key0 + (tid >> 3) + i * L::kRowsPerPass) >> shift)];
+      if (p.page_status != nullptr) {
+#pragma unroll
+        for (int i = 0; i < L::kKVPasses; ++i)
+          page[i] = checked_page(p, kv.first + ((key0 + (tid >> 3) + i * L::kRowsPerPass) >> shift), page[i]);
+      }
 #pragma unroll
       for (int i = 0; i < L::kKVPasses; ++i) {
         const int r = (tid >> 3) + i * L::kRowsPerPass;

@@ -65,7 +65,9 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   wp.off_kv_indptr = wp.blob.append(plan.kv_indptr);
   wp.off_kv_lens = wp.blob.append(plan.kv_lens);
   if (paged) wp.off_last_page_len = wp.blob.append(plan.last_page_len);
-  const std::size_t page_bytes = paged ? cuda::align_up(plan.page_indices.size() * sizeof(int32_t)) : 0;
+  // Device page indices are read from the caller's array: none go to the workspace.
+  const bool upload_pages = paged && plan.device_page_indices == nullptr;
+  const std::size_t page_bytes = upload_pages ? cuda::align_up(plan.page_indices.size() * sizeof(int32_t)) : 0;
   const std::size_t index_bytes = cuda::align_up(wp.blob.size()) + page_bytes;
   auto partials = [&](int s) {
     return s > 1 ? cuda::align_up(static_cast<std::size_t>(rows) * s * (a.head_dim + 1) * sizeof(float)) : 0;
@@ -120,7 +122,7 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   wp.work.resize(keyed.size());
   for (std::size_t i = 0; i < keyed.size(); ++i) wp.work[i] = keyed[i].w;
   wp.off_work = wp.blob.append(wp.work.data(), wp.work.size() * sizeof(WorkItem));
-  if (paged) wp.off_page_indices = wp.blob.append(plan.page_indices);
+  if (upload_pages) wp.off_page_indices = wp.blob.append(plan.page_indices);
   if (S > 1) {
     wp.scratch_bytes = partials(S);
     wp.scratch_offset = workspace.scratch_offset(wp.blob.size(), wp.scratch_bytes, graph);
