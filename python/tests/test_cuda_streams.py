@@ -518,3 +518,68 @@ def test_plan_does_not_wait_for_the_gpu(backend, graph):
         out = run()
         torch.cuda.synchronize()
         assert_out(out.double().cpu().numpy(), reference(batch), DTYPE)
+
+
+def test_graph_replays_read_the_callers_page_index_buffer():
+    """FlashInfer's CUDA-graph contract, vLLM's way: the engine rewrites the page table in
+    the index buffers it gave the wrapper, in place, and replays; sm80's kernels read the
+    caller's page-index buffer at every replay (PagedIndex::device_indices), so the replay
+    computes the new page table without a plan(). fast_decode_plan (the function engines
+    patch in) plans from host indptr and lengths only. An index outside the cache, written
+    in place, is never dereferenced: the replay records it and check() raises it once. The
+    wrapper holds no copy of the page indices, so its int workspace does not grow with the
+    buffer (SGLang shares one max-batch x max-context buffer across wrappers)."""
+    require("sm80", "paged_decode")
+    rng = np.random.default_rng(41)
+    lengths = [33, 1, 200, 64, 17]
+    a = Ragged(rng, [1] * 5, lengths, 8, 2, 128)
+    b = Ragged(rng, [1] * 5, lengths, 8, 2, 128)
+    b.q = a.q  # one q: the two problems differ in their caches only
+    pa, pb = Paged(rng, a, 16), Paged(rng, b, 16)
+    pool = pa.num_pages + pb.num_pages
+    k = to_gpu(np.concatenate([pa.k_pages, pb.k_pages]))
+    v = to_gpu(np.concatenate([pa.v_pages, pb.v_pages]))
+    indices_b = (pb.indices + pa.num_pages).astype(np.int32)
+    q = to_gpu(a.q)
+    out = torch.empty_like(q)
+    n = a.batch
+    room = 1 << 24  # a shared buffer (64 MB) far larger than any plan needs
+    bufs = [torch.zeros(n + 1, dtype=torch.int32, device="cuda"),
+            torch.zeros(room, dtype=torch.int32, device="cuda"),
+            torch.zeros(n, dtype=torch.int32, device="cuda")]
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, *bufs, backend="auto")
+    plan_a = lambda: w.plan(pa.indptr, pa.indices, pa.last_page_len, 8, 2, 128, 16,
+                            q_data_type=DTYPE, num_pages=pool)
+    graph, stream = capture(plan_a, lambda: w.run(q, (k, v), out=out))
+    assert w.last_run_info.backend == "sm80"
+    assert w._plan_buffer.numel() < room * 4 // 2, "the int workspace is sized for the page-index buffer"
+
+    def replay(expected):
+        with torch.cuda.stream(stream):
+            out.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        assert_out(out.double().cpu().numpy(), reference(expected), DTYPE)
+
+    replay(a)
+    bufs[1][:len(indices_b)].copy_(torch.from_numpy(indices_b))  # vLLM: in place, no plan()
+    replay(b)
+    # fast_decode_plan: host indptr and lengths, the page table already in the buffer.
+    bufs[1][:len(pa.indices)].copy_(torch.from_numpy(pa.indices))
+    with torch.cuda.stream(stream):
+        flashband.fast_decode_plan(w, torch.from_numpy(pa.indptr).cuda(), bufs[1][:len(pa.indices)],
+                                   torch.from_numpy(pa.last_page_len).cuda(), 8, 2, 128, 16,
+                                   q_data_type=DTYPE, num_pages=pool,
+                                   global_override_indptr_cpu=torch.from_numpy(pa.indptr))
+    replay(a)
+    # A bad index written in place: recorded by the replay, raised once by check().
+    bufs[1][3] = pool + 7
+    with torch.cuda.stream(stream):
+        graph.replay()
+    torch.cuda.synchronize()
+    with pytest.raises(flashband.InvalidArgumentError, match=r"paged_kv_indices: a run read entry 3 .* = %d" % (pool + 7)):
+        w.check()
+    w.check()  # reported once
+    bufs[1][3] = pa.indices[3]
+    replay(a)
