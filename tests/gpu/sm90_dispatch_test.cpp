@@ -13,6 +13,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <memory>
 #include <random>
 #include <set>
@@ -85,6 +91,7 @@ struct Ran {
   int calls = 0;
   KernelId kernel{};
   int block_m = 0, block_n = 0;
+  bool gather_only = false;
   std::string refused;
 };
 Ran g_ran;
@@ -98,6 +105,7 @@ void launch_prefill(const core::AttentionParams& a) {
   g_ran.kernel = {kDType, kHeadDim, kPaged, kWide, kMask};
   g_ran.block_m = TileConfig<kHeadDim, kWide>::kBlockM;
   g_ran.block_n = TileConfig<kHeadDim, kWide>::kBlockN;
+  g_ran.gather_only = kPagedGatherOnly<kHeadDim, kWide>;
   PlanState st = plan_state(a);  // without work items make_kernel_params stops after its checks
   st.items = nullptr;
   st.num_items = 0;
@@ -147,7 +155,8 @@ struct Sweep {
 // The plan make_plan() would hand plan_sm90 for this problem; page_size 0 for contiguous
 // K/V, pages numbered from first_page in request order.
 detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>& qo, const std::vector<int>& kv,
-                          bool causal, int window_in, float cap, int first_page = 0) {
+                          bool causal, int window_in, float cap, int first_page = 0, int qo_heads = 4,
+                          int kv_heads = 2) {
   const bool paged = page_size > 0;
   detail::Plan plan;
   const int B = static_cast<int>(qo.size());
@@ -176,8 +185,8 @@ detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>
   a.op = paged ? Op::kPagedPrefill : (B == 1 ? Op::kSinglePrefill : Op::kRaggedPrefill);
   a.dtype = dt;
   a.batch = B;
-  a.num_qo_heads = 4;
-  a.num_kv_heads = 2;
+  a.num_qo_heads = qo_heads;
+  a.num_kv_heads = kv_heads;
   a.head_dim = D;
   a.kv_storage = paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous;
   a.page_size = paged ? page_size : 0;
@@ -329,6 +338,167 @@ TEST(Sm90Dispatch, StateSignatureListsTheLaunchsValues) {
   // Contiguous K/V: the TMA maps' token count.
   EXPECT_NE(planned(0, {300, 700}, 0).find(";sm90.total_kv_tokens=1000;"), std::string::npos);
   EXPECT_NE(planned(0, {300, 800}, 0).find(";sm90.total_kv_tokens=1100;"), std::string::npos);
+}
+
+
+// ---- golden choices: what the planner and the launch chose, by problem ----
+// For a sweep of problems (both dtypes, every head dim, contiguous K/V and pages of 1 to
+// 256 rows, causal / windows / soft cap, 1 to 128k query rows, batches, GQA ratios), one
+// line each: the plan's variant, tile and kernel choice, splits, work list (hashed), and
+// the kernel its launch ran with the shape it passed to make_kernel_params. The lines of
+// each dtype / head dim / page size are hashed and compared with sm90_choices.golden, so a
+// change of any choice fails here. Intended changes rewrite the file: run with
+// FLASHBAND_SM90_CHOICES_DUMP=<file> before and after the change and diff the lines, then
+// FLASHBAND_SM90_CHOICES_UPDATE=1 (for the default knob, 0 and 100) to rewrite the hashes.
+
+uint64_t fnv1a(uint64_t h, const void* data, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+const char* mask_name(sm90::MaskKind m) {
+  return m == sm90::MaskKind::kAny ? "any" : m == sm90::MaskKind::kCausal ? "causal" : "kvlen";
+}
+
+// One problem's choices, as a line.
+std::string choice_line(const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
+                        const std::vector<int>& kv, bool causal, int window_in, float cap, int qo_heads,
+                        int kv_heads) {
+  detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, causal, window_in, cap, 0, qo_heads, kv_heads);
+  core::AttentionParams& a = plan.params;
+  dispatch::VariantKey key;
+  key.backend = Backend::kSM90;
+  key.shape = dispatch::KernelShape::kPrefill;
+  key.storage = a.kv_storage;
+  key.dtype = dt;
+  key.head_dim = D;
+  key.needs_mask = core::needs_mask(causal, a.window_left);
+  key.soft_cap = cap > 0.0f;
+  std::ostringstream line;
+  line << key.to_string() << " page=" << page_size << " qo=" << join(qo) << " kv=" << join(kv)
+       << " heads=" << qo_heads << "/" << kv_heads << " causal=" << causal << " window=" << window_in
+       << " cap=" << cap << " ->";
+  const dispatch::KernelEntry* e = reg.find(key);
+  if (e == nullptr) return line.str() + " no entry";
+  plan.variant = key.to_string();
+  try {
+    detail::plan_sm90(plan, test_workspace());
+  } catch (const Error& err) {
+    return line.str() + " plan refused: " + err.what();
+  }
+  const sm90::PlanState& st = sm90::plan_state(a);
+  uint64_t items = kFnvBasis;
+  items = fnv1a(items, st.host_items.data(), st.host_items.size() * sizeof(sm90::WorkItem));
+  g_ran = Ran{};
+  e->launch(a);
+  const KernelId& k = g_ran.kernel;
+  line << " variant=" << plan.variant << " tile=" << st.block_m << "x" << st.block_n
+       << " splits=" << st.num_splits << " items=" << st.num_items << " list=" << std::hex << items << std::dec
+       << " work=" << a.num_work_items << "/" << a.num_kv_splits << " ran=" << g_ran.calls << ":" << k.name()
+       << " shape=" << g_ran.block_m << "x" << g_ran.block_n << (k.paged ? ",paged" : "") << ","
+       << mask_name(k.mask) << (g_ran.gather_only ? ",gather" : "");
+  if (!g_ran.refused.empty()) line << " refused: " << g_ran.refused;
+  return line.str();
+}
+
+// group ("f16 D=64 page=16") -> the group's lines, in sweep order.
+std::map<std::string, std::vector<std::string>> golden_sweep() {
+  dispatch::Registry reg;
+  dispatch::register_sm90_kernels(reg);
+  std::vector<std::vector<int>> qos;
+  for (int n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 512, 640, 704, 768, 896, 1000, 1023, 1024, 1025,
+                2047, 2048, 2049, 3072, 4095, 4096, 4097, 6144, 8191, 8192, 8193, 12000, 16384, 32768, 65536,
+                131072})
+    qos.push_back({n});
+  qos.push_back({6300, 100});
+  qos.push_back({1, 8191});
+  qos.push_back({8300, 30});
+  qos.push_back({16, 16, 16});
+  qos.push_back(std::vector<int>(64, 1));       // decode-like: one row per request
+  qos.push_back(std::vector<int>(8, 16384));   // 128k rows in a batch
+  qos.push_back({131072, 7});
+  std::mt19937 rng(11);
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int> q;
+    const int b = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < b; ++j) q.push_back(1 + static_cast<int>(rng() % (rng() % 2 ? 40000 : 1500)));
+    qos.push_back(q);
+  }
+  const int heads[][2] = {{4, 2}, {32, 8}, {16, 16}, {64, 1}, {28, 4}};
+  std::map<std::string, std::vector<std::string>> groups;
+  for (DType dt : {DType::kF16, DType::kBF16})
+    for (int D : {64, 128, 256})
+      for (int page_size : {0, 1, 16, 48, 64, 128, 256}) {
+        std::vector<std::string>& lines =
+            groups[std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                   " page=" + std::to_string(page_size)];
+        for (std::size_t i = 0; i < qos.size(); ++i) {
+          const std::vector<int>& qo = qos[i];
+          const auto& h = heads[i % 5];
+          for (int kv_mode = 0; kv_mode < 4; ++kv_mode) {
+            std::vector<int> kv;
+            for (int q : qo)
+              kv.push_back(kv_mode == 0 ? q : kv_mode == 1 ? q + 57 : kv_mode == 2 ? std::max(1, q / 2) : q + 3000);
+            for (bool causal : {false, true})
+              for (int window : {-1, 0, 100, 1500, 1 << 30})
+                for (float cap : {0.0f, 5.0f})
+                  lines.push_back(choice_line(reg, dt, D, page_size, qo, kv, causal, window, cap, h[0], h[1]));
+          }
+        }
+      }
+  return groups;
+}
+
+TEST(Sm90Dispatch, ChoicesMatchGolden) {
+  const auto groups = golden_sweep();
+  const std::string knob = std::to_string(sm90::causal_kernel_max_rows());
+  if (const char* dump = std::getenv("FLASHBAND_SM90_CHOICES_DUMP")) {
+    std::ofstream out(dump);
+    for (const auto& [g, lines] : groups)
+      for (const std::string& l : lines) out << l << "\n";
+  }
+  std::map<std::string, std::string> got;  // "max_rows=K group" -> "count hash"
+  for (const auto& [g, lines] : groups) {
+    uint64_t h = kFnvBasis;
+    for (const std::string& l : lines) h = fnv1a(h, l.c_str(), l.size() + 1);
+    std::ostringstream v;
+    v << lines.size() << " " << std::hex << h;
+    got["max_rows=" + knob + " " + g] = v.str();
+  }
+  std::map<std::string, std::string> want;
+  std::vector<std::string> other_knobs;  // lines of the file for other knob values, kept on update
+  {
+    std::ifstream in(FLASHBAND_SM90_CHOICES_GOLDEN);
+    std::string l;
+    while (std::getline(in, l)) {
+      if (l.empty() || l[0] == '#') continue;
+      const std::size_t colon = l.find(": ");
+      if (colon == std::string::npos) continue;
+      const std::string k = l.substr(0, colon);
+      if (k.rfind("max_rows=" + knob + " ", 0) == 0)
+        want[k] = l.substr(colon + 2);
+      else
+        other_knobs.push_back(l);
+    }
+  }
+  if (std::getenv("FLASHBAND_SM90_CHOICES_UPDATE")) {
+    std::ofstream out(FLASHBAND_SM90_CHOICES_GOLDEN);
+    out << "# sm90_dispatch_test.cpp ChoicesMatchGolden: problems and hash of their choice lines, by group\n";
+    for (const std::string& l : other_knobs) out << l << "\n";
+    for (const auto& [k, v] : got) out << k << ": " << v << "\n";
+    GTEST_SKIP() << "rewrote " << FLASHBAND_SM90_CHOICES_GOLDEN << " for max_rows=" << knob;
+  }
+  ASSERT_FALSE(want.empty()) << "no golden choices for max_rows=" << knob << " in " << FLASHBAND_SM90_CHOICES_GOLDEN;
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [k, v] : got) EXPECT_EQ(v, want[k]) << k << " (FLASHBAND_SM90_CHOICES_DUMP=<file> lists its lines)";
 }
 
 }  // namespace
