@@ -1,9 +1,10 @@
 // sm90's dispatch, without a GPU: for every registry key and a sweep of problems, the key's
-// launch runs the kernel its plan chose. The real register.cpp, plan.cpp (plan_sm90) and
-// kernel_args.cpp (make_kernel_params) are compiled into this test; launch_prefill is a
-// stub that records which kernel ran and then runs make_kernel_params's refusals. The stub
-// is instantiated for exactly the kernels kernels/*.cu instantiate (the list CMake reads
-// from them, sm90_kernel_instances.inc), so a launch of any other kernel fails the link.
+// launch runs the kernel its plan chose, and every choice of the tile rule has a compiled
+// row. The real register.cpp, compiled_kernels.cpp (the table), tile_rule.cpp, plan.cpp
+// (plan_sm90) and kernel_args.cpp (make_kernel_params) are compiled into this test;
+// launch_prefill is a stub that records which kernel ran and then runs make_kernel_params's
+// refusals. The stub is instantiated for exactly the rows of kernel_list.h, from which the
+// build generates the kernels, so a launch of any other kernel fails the link.
 //
 // Why: a launch that quietly runs another correct kernel than the plan's (the runtime-mask
 // kernel instead of a causal-only one, the narrow tile's instead of the wide one's) passes
@@ -28,10 +29,11 @@
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/upload.h"
+#include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tensor_map.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_rule.h"
 #include "core/mask.h"
 #include "dispatch/registry.h"
 #include "flashband/error.h"
@@ -118,32 +120,20 @@ void launch_prefill(const core::AttentionParams& a) {
 }
 }  // namespace sm90
 
-#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK)                       \
-  template void sm90::launch_prefill<DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK>( \
-      const core::AttentionParams&);
-#include "backends/sm90/kernel_instances.h"
-#include "sm90_kernel_instances.inc"
-#undef FLASHBAND_SM90_INSTANTIATE
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK) \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK)(const core::AttentionParams&);
+#include "backends/sm90/kernel_list.h"
+#undef FLASHBAND_SM90_KERNEL
 
 namespace {
 
-#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK) \
-  KernelId{DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK},
-const KernelId kCompiled[] = {
-#include "sm90_kernel_instances.inc"
-};
-#undef FLASHBAND_SM90_INSTANTIATE
-
-// Whether a tile has a kernel compiled without masks (register.cpp's choice for keys
-// without a mask or soft cap).
-bool has_kvlen_kernel(int head_dim, bool paged, bool wide) {
-  if (wide) return true;
-  switch (head_dim) {
-    case 64: return paged ? sm90::kNarrowFoldsMask<64, true> : sm90::kNarrowFoldsMask<64, false>;
-    case 128: return paged ? sm90::kNarrowFoldsMask<128, true> : sm90::kNarrowFoldsMask<128, false>;
-    default: return paged ? sm90::kNarrowFoldsMask<256, true> : sm90::kNarrowFoldsMask<256, false>;
-  }
+KernelId id_of(const sm90::CompiledKernel& k) {
+  return {k.dtype, k.head_dim, k.storage == core::KVStorage::kPaged, k.wide, k.mask};
 }
+
+// Whether a tile has a kernel compiled without masks (the rule's choice for problems
+// without a mask or soft cap).
+bool has_kvlen_kernel(int head_dim, bool wide) { return wide || sm90::narrow_folds_mask(head_dim); }
 
 struct Sweep {
   int checked = 0;
@@ -206,6 +196,19 @@ const Workspace& test_workspace() {
   return ws;
 }
 
+// The registry key make_plan() would look up for the planned problem.
+dispatch::VariantKey key_of(const core::AttentionParams& a) {
+  dispatch::VariantKey key;
+  key.backend = Backend::kSM90;
+  key.shape = dispatch::KernelShape::kPrefill;
+  key.storage = a.kv_storage;
+  key.dtype = a.dtype;
+  key.head_dim = a.head_dim;
+  key.needs_mask = core::needs_mask(a.causal, a.window_left);
+  key.soft_cap = a.logits_soft_cap > 0.0f;
+  return key;
+}
+
 void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
                const std::vector<int>& kv, bool causal, int window_in, float cap) {
   const bool paged = page_size > 0;
@@ -213,14 +216,7 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
   core::AttentionParams& a = plan.params;
   const int B = static_cast<int>(qo.size());
 
-  dispatch::VariantKey key;
-  key.backend = Backend::kSM90;
-  key.shape = dispatch::KernelShape::kPrefill;
-  key.storage = a.kv_storage;
-  key.dtype = dt;
-  key.head_dim = D;
-  key.needs_mask = core::needs_mask(causal, a.window_left);
-  key.soft_cap = cap > 0.0f;
+  const dispatch::VariantKey key = key_of(a);
   const std::string what = key.to_string() + " qo " + std::to_string(qo[0]) + (B > 1 ? "+" : "") + " kv " +
                            std::to_string(kv[0]) + " window " + std::to_string(a.window_left) +
                            (paged ? " page " + std::to_string(page_size) : "");
@@ -231,7 +227,13 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
     why = " no registry entry";
   } else {
     plan.variant = key.to_string();
-    detail::plan_sm90(plan, test_workspace());
+    try {
+      detail::plan_sm90(plan, test_workspace());
+    } catch (const Error& err) {
+      ++sw.failed;
+      if (sw.failures.size() < 20) sw.failures.push_back(what + ": plan refused: " + err.what());
+      return;
+    }
     const sm90::PlanState& st = sm90::plan_state(a);
     g_ran = Ran{};
     e->launch(a);
@@ -243,13 +245,15 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
       why += " ran the " + std::to_string(g_ran.block_m) + "x" + std::to_string(g_ran.block_n) + " tile, planned " +
              std::to_string(st.block_m) + "x" + std::to_string(st.block_n);
     if (k.dtype != dt || k.head_dim != D || k.paged != paged) why += " ran " + k.name();
-    if (ran_causal != st.causal_kernel)
+    const bool planned_causal = st.kernel->mask == sm90::MaskKind::kCausal;
+    if (ran_causal != planned_causal)
       why += std::string(" ran the ") + (ran_causal ? "causal-only" : "other") + " kernel, planned the " +
-             (st.causal_kernel ? "causal-only" : "other");
-    if ((plan.variant.find("/causal") != std::string::npos) != st.causal_kernel) why += " variant " + plan.variant;
+             (planned_causal ? "causal-only" : "other");
+    if (id_of(*st.kernel).tie() != k.tie()) why += " ran " + k.name() + ", planned " + st.kernel->name;
+    if ((plan.variant.find("/causal") != std::string::npos) != planned_causal) why += " variant " + plan.variant;
     const bool masked = sm90::takes_runtime_mask_kernels(key.needs_mask, key.soft_cap);
     if (masked && k.mask == sm90::MaskKind::kKVLen) why += " a masked key ran a kernel without masks";
-    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, paged, k.wide))
+    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, k.wide))
       why += " an unmasked key ran " + k.name();
     if (why.empty()) sw.reached.insert(k);
   }
@@ -314,8 +318,8 @@ TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
   const Sweep& sw = sweep();
   const bool causal_off = sm90::causal_kernel_max_rows() == 0;
   std::set<KernelId> compiled;
-  for (const KernelId& k : kCompiled)
-    if (!(causal_off && k.mask == sm90::MaskKind::kCausal)) compiled.insert(k);
+  for (const sm90::CompiledKernel& k : sm90::compiled_kernels())
+    if (!(causal_off && k.mask == sm90::MaskKind::kCausal)) compiled.insert(id_of(k));
   EXPECT_GE(compiled.size(), 24u);
   for (const KernelId& k : compiled) EXPECT_TRUE(sw.reached.count(k)) << "never launched: " << k.name();
   for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
@@ -341,6 +345,54 @@ TEST(Sm90Dispatch, StateSignatureListsTheLaunchsValues) {
 }
 
 
+// The tile rule alone, over head dims x storage and page sizes x masks x lengths x heads x
+// split limits: each (tile, mask kind) it picks is a row of the compiled table, for both
+// dtypes. A rule change that picks a kernel kernel_list.h lacks fails here, before any
+// plan does.
+TEST(Sm90KernelTable, EveryRuleChoiceHasACompiledRow) {
+  int checked = 0;
+  std::map<std::string, std::string> missing;  // kernel -> the first problem that picks it
+  std::vector<int> lengths;
+  for (int n = 1; n <= (1 << 17); n *= 2)
+    for (int d : {-1, 0, 1}) lengths.push_back(std::max(1, n + d));
+  for (int n : {176, 192, 704, 768, 896, 1000, 3000, 6144, 12000}) lengths.push_back(n);
+  for (int D : sm90::kHeadDims)
+    for (int page_size : {0, 1, 8, 16, 48, 64, 96, 128, 256, 1024})
+      for (int rows : lengths)
+        for (int keys : {rows, rows + 57, std::max(1, rows / 3), rows + 3000})
+          for (bool causal : {false, true})
+            for (int window : {-1, 0, 100, 4096})
+              for (bool cap : {false, true})
+                for (int heads : {1, 8, 64})
+                  for (int max_splits : {1, sm90::kMaxKVSplits}) {
+                    const int32_t qo_indptr[2] = {0, rows}, kv_start[1] = {0}, kv_lens[1] = {keys};
+                    sm90::WorkListInput in;
+                    in.batch = 1;
+                    in.qo_indptr = qo_indptr;
+                    in.kv_start = kv_start;
+                    in.kv_lens = kv_lens;
+                    in.causal = causal;
+                    in.window_left = core::normalize_window(window, keys);
+                    in.num_qo_heads = heads;
+                    in.num_sms = 132;
+                    const bool paged = page_size > 0;
+                    const sm90::KernelChoice c = sm90::choose_kernel(in, D, paged, page_size, cap, max_splits);
+                    for (DType dt : {DType::kF16, DType::kBF16}) {
+                      ++checked;
+                      if (!sm90::find_kernel(dt, D, paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous,
+                                             c.wide, c.mask))
+                        missing.emplace(std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                                            (paged ? " paged" : " contiguous") + (c.wide ? " wide " : " narrow ") +
+                                            sm90::mask_kind_name(c.mask),
+                                        "rows " + std::to_string(rows) + " keys " + std::to_string(keys) +
+                                            " page " + std::to_string(page_size));
+                    }
+                  }
+  EXPECT_GT(checked, 1000000);
+  for (const auto& [kernel, problem] : missing)
+    ADD_FAILURE() << "the rule picks a kernel with no compiled row: " << kernel << " (" << problem << ", ...)";
+}
+
 // ---- golden choices: what the planner and the launch chose, by problem ----
 // For a sweep of problems (both dtypes, every head dim, contiguous K/V and pages of 1 to
 // 256 rows, causal / windows / soft cap, 1 to 128k query rows, batches, GQA ratios), one
@@ -364,24 +416,13 @@ std::string join(const std::vector<int>& v) {
   return s;
 }
 
-const char* mask_name(sm90::MaskKind m) {
-  return m == sm90::MaskKind::kAny ? "any" : m == sm90::MaskKind::kCausal ? "causal" : "kvlen";
-}
-
 // One problem's choices, as a line.
 std::string choice_line(const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
                         const std::vector<int>& kv, bool causal, int window_in, float cap, int qo_heads,
                         int kv_heads) {
   detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, causal, window_in, cap, 0, qo_heads, kv_heads);
   core::AttentionParams& a = plan.params;
-  dispatch::VariantKey key;
-  key.backend = Backend::kSM90;
-  key.shape = dispatch::KernelShape::kPrefill;
-  key.storage = a.kv_storage;
-  key.dtype = dt;
-  key.head_dim = D;
-  key.needs_mask = core::needs_mask(causal, a.window_left);
-  key.soft_cap = cap > 0.0f;
+  const dispatch::VariantKey key = key_of(a);
   std::ostringstream line;
   line << key.to_string() << " page=" << page_size << " qo=" << join(qo) << " kv=" << join(kv)
        << " heads=" << qo_heads << "/" << kv_heads << " causal=" << causal << " window=" << window_in
@@ -404,7 +445,7 @@ std::string choice_line(const dispatch::Registry& reg, DType dt, int D, int page
        << " splits=" << st.num_splits << " items=" << st.num_items << " list=" << std::hex << items << std::dec
        << " work=" << a.num_work_items << "/" << a.num_kv_splits << " ran=" << g_ran.calls << ":" << k.name()
        << " shape=" << g_ran.block_m << "x" << g_ran.block_n << (k.paged ? ",paged" : "") << ","
-       << mask_name(k.mask) << (g_ran.gather_only ? ",gather" : "");
+       << sm90::mask_kind_name(k.mask) << (g_ran.gather_only ? ",gather" : "");
   if (!g_ran.refused.empty()) line << " refused: " << g_ran.refused;
   return line.str();
 }

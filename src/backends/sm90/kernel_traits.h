@@ -13,7 +13,7 @@
 #include <cute/arch/mma_sm90.hpp>
 #include <cutlass/numeric_types.h>
 
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 
 namespace flashband::sm90 {
 
@@ -24,8 +24,8 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
-// kMask_: the masks the kernel computes (tile_config.h MaskKind). Without causal / window
-// masks (kKVLen: wide tiles, and the narrow ones of kNarrowFoldsMask) it serves
+// kMask_: the masks the kernel computes (tile_shapes.h MaskKind). Without causal / window
+// masks (kKVLen: the kernel_list.h rows of mask kind kvlen) it serves
 // problems whose only partial tile is at kv_len's end.
 template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
 struct KernelTraits {
@@ -42,15 +42,12 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // An unmasked kernel (every wide tile; narrow ones where tile_config.h kNarrowFoldsMask)
-  // serves only problems without a causal / window mask or soft cap (registry keys
-  // needs_mask = soft_cap = false, which make_kernel_params enforces): the mask state folds
-  // away at compile time, which D = 128's 176-key S tile's registers need, and which
-  // measured 2-4% faster at D = 64 (eighth session). launch_prefill checks that the tile
-  // has one.
+  // An unmasked kernel serves only problems without a causal / window mask or soft cap
+  // (make_kernel_params enforces it): the mask state folds away at compile time, which
+  // D = 128's 176-key S tile's registers need (findings: sm90-wide-kvlen-kernels).
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
-  // Only the runtime-mask kernels compile the soft cap (tile_config.h compiles_soft_cap).
+  // Only the runtime-mask kernels compile the soft cap (tile_shapes.h compiles_soft_cap).
   static constexpr bool kSoftCap = compiles_soft_cap(kMask);
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
