@@ -11,7 +11,7 @@
 
 #include "backends/cuda/device_info.h"
 #include "backends/sm90/sm90_backend.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_rule.h"
 #include "core/mask.h"
 #include "case.h"
 #include "case_steps.h"
@@ -80,7 +80,7 @@ std::vector<Named> edge_cases() {
   // (79-81, 159-161), tiles that start mid-page (48-slot pages: not a power of two, so
   // gathered) and pages of 1; without a mask (the kernel without masks), causal (the
   // causal-only kernel) and with a window (the runtime-mask one). The plan takes that tile
-  // from 2048 query rows per typical request (keys without a mask: tile_config.h
+  // from 2048 query rows per typical request (keys without a mask: tile_rule.h
   // kWidePagedMinLength), so each batch has a companion request that brings it there at
   // little oracle cost: 16 rows over 22000 keys, 2200 causal rows over 700 keys (rows that
   // see nothing, then a diagonal), 2300 rows under the window. The narrow tile's
@@ -148,12 +148,12 @@ std::vector<Named> edge_cases() {
     v.push_back({"tile_edge", c});
   }
   // sm90 runs D = 128 without a mask on the narrow fused tile where the typical request's
-  // keys cost less there (tile_config.h narrow_unmasked_pays), on the 176-key one
+  // keys cost less there (tile_rule.h narrow_unmasked_pays), on the 176-key one
   // elsewhere: 768 keys (six narrow tiles, five wide ones) and 800 (seven, five) on either
   // side of a switch, a ragged batch whose typical request (keys seen by a typical query
   // row) is long though most requests are short, one whose typical request is 558 keys
   // (narrow), one with a soft cap (which only the runtime-mask kernels compile: narrow at
-  // any length, tile_config.h compiles_soft_cap, so it does not reach
+  // any length, tile_shapes.h compiles_soft_cap, so it does not reach
   // launch_unmasked_by_shape's narrow branch as the other two narrow ones do), and kv_len's
   // last tile partial on both tiles.
   v.push_back({"unmasked_d128", make_case(E::kSingle, {700}, {768}, 2, 1, 128, bf16, false)});
@@ -184,7 +184,7 @@ std::vector<Named> edge_cases() {
     v.push_back({"unmasked_d128", c});
   }
   // sm90 takes the 192-row D = 64 tile under a mask where its planned makespan beats the
-  // 128-row tile's (plan.cpp wide_masked_pays, on 132 SMs; sm90_facts below checks each
+  // 128-row tile's (tile_rule.cpp wide_masked_pays, on 132 SMs; sm90_facts below checks each
   // case's tile): causal, window and both, contiguous and paged (pages of 16 gathered, of 64
   // by TMA), with partial last tiles (6300 = 32 x 192 + 156, 3073 = 16 x 192 + 1, 1700 = 8 x
   // 192 + 164) and short requests beside the long one (with enough heads for several rounds
@@ -220,7 +220,7 @@ std::vector<Named> edge_cases() {
     v.push_back({"long_masked", c});
   }
   // sm90 runs causal problems without a window on a causal-only kernel up to 8192 query
-  // rows per typical request on the narrow tiles (tile_config.h use_causal_kernel), on the
+  // rows per typical request on the narrow tiles (tile_rule.h use_causal_kernel), on the
   // runtime-mask kernel above that: D = 128 requests just past the limit on TMA pages
   // (gathered pages have no limit: the page-16 one stays on the causal-only kernel;
   // contiguous D = 128 takes the 176-key tile's causal-only kernel there, D = 64's the
@@ -232,7 +232,7 @@ std::vector<Named> edge_cases() {
   // on its causal-only kernel (above, and a single prefill here), soft-capped causal, a soft
   // cap alone and a window without causal on its runtime-mask kernel, one head (the KV range
   // split: too few units for the GPU) or two; a causal window keeps the narrow tile
-  // (kWideMaskedCausalWindows). MaskedD128CasesCoverBothTiles checks each case's tile.
+  // (wide_masked_takes_causal_windows). MaskedD128CasesCoverBothTiles checks each case's tile.
   v.push_back({"long_masked_d128", make_case(E::kSingle, {8200}, {8300}, 1, 1, 128, f16, true), false, true});
   {
     Case c = make_case(E::kRagged, {8200}, {8250}, 1, 1, 128, bf16, true);
@@ -466,7 +466,7 @@ std::vector<Named> edge_cases() {
     v.push_back({"softcap", c});
   }
   // Soft cap without a mask: sm90 compiles it into its runtime-mask kernels only, so these
-  // run there (tile_config.h compiles_soft_cap): every head dim, contiguous and paged (pages
+  // run there (tile_shapes.h compiles_soft_cap): every head dim, contiguous and paged (pages
   // of 16 gathered, of 64 by TMA), with kv_len's last tile partial, and D = 64's 192-row
   // tile (where its makespan pays, as for a mask). A cap of 5 moves the logits by up to ~10% where a cap of 30
   // moves them by under 1%, within bf16's tolerance: a kernel that dropped the cap fails.
@@ -733,7 +733,7 @@ TEST(GpuEdgeCases, MaskedD64CasesCoverBothTiles) {
 // The long_masked_d128 cases run sm90's masked contiguous D = 128 problems on the tile they
 // were written for: the 176-key one's causal-only kernel (with long_causal's 8300-row
 // request) and its runtime-mask one (soft caps, a window without causal), and the narrow
-// tile under a causal window (kWideMaskedCausalWindows<128>).
+// tile under a causal window (tile_rule.h wide_masked_takes_causal_windows).
 TEST(GpuEdgeCases, MaskedD128CasesCoverBothTiles) {
   int wide_causal = 0, wide_runtime = 0, narrow = 0;
   for (const Named& n : edge_cases()) {

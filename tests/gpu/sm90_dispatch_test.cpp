@@ -1,9 +1,10 @@
 // sm90's dispatch, without a GPU: for every registry key and a sweep of problems, the key's
-// launch runs the kernel its plan chose. The real register.cpp, plan.cpp (plan_sm90) and
-// kernel_args.cpp (make_kernel_params) are compiled into this test; launch_prefill is a
-// stub that records which kernel ran and then runs make_kernel_params's refusals. The stub
-// is instantiated for exactly the kernels kernels/*.cu instantiate (the list CMake reads
-// from them, sm90_kernel_instances.inc), so a launch of any other kernel fails the link.
+// launch runs the kernel its plan chose, and every choice of the tile rule has a compiled
+// row. The real register.cpp, compiled_kernels.cpp (the table), tile_rule.cpp, plan.cpp
+// (plan_sm90) and kernel_args.cpp (make_kernel_params) are compiled into this test;
+// launch_prefill is a stub that records which kernel ran and then runs make_kernel_params's
+// refusals. The stub is instantiated for exactly the rows of kernel_list.h, from which the
+// build generates the kernels, so a launch of any other kernel fails the link.
 //
 // Why: a launch that quietly runs another correct kernel than the plan's (the runtime-mask
 // kernel instead of a causal-only one, the narrow tile's instead of the wide one's) passes
@@ -13,6 +14,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <memory>
 #include <random>
 #include <set>
@@ -22,10 +29,11 @@
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/upload.h"
+#include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
 #include "backends/sm90/tensor_map.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_rule.h"
 #include "core/mask.h"
 #include "dispatch/registry.h"
 #include "flashband/error.h"
@@ -85,6 +93,7 @@ struct Ran {
   int calls = 0;
   KernelId kernel{};
   int block_m = 0, block_n = 0;
+  bool gather_only = false;
   std::string refused;
 };
 Ran g_ran;
@@ -98,6 +107,7 @@ void launch_prefill(const core::AttentionParams& a) {
   g_ran.kernel = {kDType, kHeadDim, kPaged, kWide, kMask};
   g_ran.block_m = TileConfig<kHeadDim, kWide>::kBlockM;
   g_ran.block_n = TileConfig<kHeadDim, kWide>::kBlockN;
+  g_ran.gather_only = kPagedGatherOnly<kHeadDim, kWide>;
   PlanState st = plan_state(a);  // without work items make_kernel_params stops after its checks
   st.items = nullptr;
   st.num_items = 0;
@@ -110,32 +120,20 @@ void launch_prefill(const core::AttentionParams& a) {
 }
 }  // namespace sm90
 
-#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK)                       \
-  template void sm90::launch_prefill<DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK>( \
-      const core::AttentionParams&);
-#include "backends/sm90/kernel_instances.h"
-#include "sm90_kernel_instances.inc"
-#undef FLASHBAND_SM90_INSTANTIATE
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK) \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK)(const core::AttentionParams&);
+#include "backends/sm90/kernel_list.h"
+#undef FLASHBAND_SM90_KERNEL
 
 namespace {
 
-#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK) \
-  KernelId{DType::DTYPE, HEAD_DIM, PAGED, WIDE, sm90::MaskKind::MASK},
-const KernelId kCompiled[] = {
-#include "sm90_kernel_instances.inc"
-};
-#undef FLASHBAND_SM90_INSTANTIATE
-
-// Whether a tile has a kernel compiled without masks (register.cpp's choice for keys
-// without a mask or soft cap).
-bool has_kvlen_kernel(int head_dim, bool paged, bool wide) {
-  if (wide) return true;
-  switch (head_dim) {
-    case 64: return paged ? sm90::kNarrowFoldsMask<64, true> : sm90::kNarrowFoldsMask<64, false>;
-    case 128: return paged ? sm90::kNarrowFoldsMask<128, true> : sm90::kNarrowFoldsMask<128, false>;
-    default: return paged ? sm90::kNarrowFoldsMask<256, true> : sm90::kNarrowFoldsMask<256, false>;
-  }
+KernelId id_of(const sm90::CompiledKernel& k) {
+  return {k.dtype, k.head_dim, k.storage == core::KVStorage::kPaged, k.wide, k.mask};
 }
+
+// Whether a tile has a kernel compiled without masks (the rule's choice for problems
+// without a mask or soft cap).
+bool has_kvlen_kernel(int head_dim, bool wide) { return wide || sm90::narrow_folds_mask(head_dim); }
 
 struct Sweep {
   int checked = 0;
@@ -147,7 +145,8 @@ struct Sweep {
 // The plan make_plan() would hand plan_sm90 for this problem; page_size 0 for contiguous
 // K/V, pages numbered from first_page in request order.
 detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>& qo, const std::vector<int>& kv,
-                          bool causal, int window_in, float cap, int first_page = 0) {
+                          bool causal, int window_in, float cap, int first_page = 0, int qo_heads = 4,
+                          int kv_heads = 2) {
   const bool paged = page_size > 0;
   detail::Plan plan;
   const int B = static_cast<int>(qo.size());
@@ -176,8 +175,8 @@ detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>
   a.op = paged ? Op::kPagedPrefill : (B == 1 ? Op::kSinglePrefill : Op::kRaggedPrefill);
   a.dtype = dt;
   a.batch = B;
-  a.num_qo_heads = 4;
-  a.num_kv_heads = 2;
+  a.num_qo_heads = qo_heads;
+  a.num_kv_heads = kv_heads;
   a.head_dim = D;
   a.kv_storage = paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous;
   a.page_size = paged ? page_size : 0;
@@ -197,6 +196,19 @@ const Workspace& test_workspace() {
   return ws;
 }
 
+// The registry key make_plan() would look up for the planned problem.
+dispatch::VariantKey key_of(const core::AttentionParams& a) {
+  dispatch::VariantKey key;
+  key.backend = Backend::kSM90;
+  key.shape = dispatch::KernelShape::kPrefill;
+  key.storage = a.kv_storage;
+  key.dtype = a.dtype;
+  key.head_dim = a.head_dim;
+  key.needs_mask = core::needs_mask(a.causal, a.window_left);
+  key.soft_cap = a.logits_soft_cap > 0.0f;
+  return key;
+}
+
 void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
                const std::vector<int>& kv, bool causal, int window_in, float cap) {
   const bool paged = page_size > 0;
@@ -204,14 +216,7 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
   core::AttentionParams& a = plan.params;
   const int B = static_cast<int>(qo.size());
 
-  dispatch::VariantKey key;
-  key.backend = Backend::kSM90;
-  key.shape = dispatch::KernelShape::kPrefill;
-  key.storage = a.kv_storage;
-  key.dtype = dt;
-  key.head_dim = D;
-  key.needs_mask = core::needs_mask(causal, a.window_left);
-  key.soft_cap = cap > 0.0f;
+  const dispatch::VariantKey key = key_of(a);
   const std::string what = key.to_string() + " qo " + std::to_string(qo[0]) + (B > 1 ? "+" : "") + " kv " +
                            std::to_string(kv[0]) + " window " + std::to_string(a.window_left) +
                            (paged ? " page " + std::to_string(page_size) : "");
@@ -222,7 +227,13 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
     why = " no registry entry";
   } else {
     plan.variant = key.to_string();
-    detail::plan_sm90(plan, test_workspace());
+    try {
+      detail::plan_sm90(plan, test_workspace());
+    } catch (const Error& err) {
+      ++sw.failed;
+      if (sw.failures.size() < 20) sw.failures.push_back(what + ": plan refused: " + err.what());
+      return;
+    }
     const sm90::PlanState& st = sm90::plan_state(a);
     g_ran = Ran{};
     e->launch(a);
@@ -234,13 +245,15 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
       why += " ran the " + std::to_string(g_ran.block_m) + "x" + std::to_string(g_ran.block_n) + " tile, planned " +
              std::to_string(st.block_m) + "x" + std::to_string(st.block_n);
     if (k.dtype != dt || k.head_dim != D || k.paged != paged) why += " ran " + k.name();
-    if (ran_causal != st.causal_kernel)
+    const bool planned_causal = st.kernel->mask == sm90::MaskKind::kCausal;
+    if (ran_causal != planned_causal)
       why += std::string(" ran the ") + (ran_causal ? "causal-only" : "other") + " kernel, planned the " +
-             (st.causal_kernel ? "causal-only" : "other");
-    if ((plan.variant.find("/causal") != std::string::npos) != st.causal_kernel) why += " variant " + plan.variant;
+             (planned_causal ? "causal-only" : "other");
+    if (id_of(*st.kernel).tie() != k.tie()) why += " ran " + k.name() + ", planned " + st.kernel->name;
+    if ((plan.variant.find("/causal") != std::string::npos) != planned_causal) why += " variant " + plan.variant;
     const bool masked = sm90::takes_runtime_mask_kernels(key.needs_mask, key.soft_cap);
     if (masked && k.mask == sm90::MaskKind::kKVLen) why += " a masked key ran a kernel without masks";
-    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, paged, k.wide))
+    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, k.wide))
       why += " an unmasked key ran " + k.name();
     if (why.empty()) sw.reached.insert(k);
   }
@@ -305,8 +318,8 @@ TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
   const Sweep& sw = sweep();
   const bool causal_off = sm90::causal_kernel_max_rows() == 0;
   std::set<KernelId> compiled;
-  for (const KernelId& k : kCompiled)
-    if (!(causal_off && k.mask == sm90::MaskKind::kCausal)) compiled.insert(k);
+  for (const sm90::CompiledKernel& k : sm90::compiled_kernels())
+    if (!(causal_off && k.mask == sm90::MaskKind::kCausal)) compiled.insert(id_of(k));
   EXPECT_GE(compiled.size(), 24u);
   for (const KernelId& k : compiled) EXPECT_TRUE(sw.reached.count(k)) << "never launched: " << k.name();
   for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
@@ -329,6 +342,204 @@ TEST(Sm90Dispatch, StateSignatureListsTheLaunchsValues) {
   // Contiguous K/V: the TMA maps' token count.
   EXPECT_NE(planned(0, {300, 700}, 0).find(";sm90.total_kv_tokens=1000;"), std::string::npos);
   EXPECT_NE(planned(0, {300, 800}, 0).find(";sm90.total_kv_tokens=1100;"), std::string::npos);
+}
+
+
+// The tile rule alone, over head dims x storage and page sizes x masks x lengths x heads x
+// split limits: each (tile, mask kind) it picks is a row of the compiled table, for both
+// dtypes. A rule change that picks a kernel kernel_list.h lacks fails here, before any
+// plan does.
+TEST(Sm90KernelTable, EveryRuleChoiceHasACompiledRow) {
+  int checked = 0;
+  std::map<std::string, std::string> missing;  // kernel -> the first problem that picks it
+  std::vector<int> lengths;
+  for (int n = 1; n <= (1 << 17); n *= 2)
+    for (int d : {-1, 0, 1}) lengths.push_back(std::max(1, n + d));
+  for (int n : {176, 192, 704, 768, 896, 1000, 3000, 6144, 12000}) lengths.push_back(n);
+  for (int D : sm90::kHeadDims)
+    for (int page_size : {0, 1, 8, 16, 48, 64, 96, 128, 256, 1024})
+      for (int rows : lengths)
+        for (int keys : {rows, rows + 57, std::max(1, rows / 3), rows + 3000})
+          for (bool causal : {false, true})
+            for (int window : {-1, 0, 100, 4096})
+              for (bool cap : {false, true})
+                for (int heads : {1, 8, 64})
+                  for (int max_splits : {1, sm90::kMaxKVSplits}) {
+                    const int32_t qo_indptr[2] = {0, rows}, kv_start[1] = {0}, kv_lens[1] = {keys};
+                    sm90::WorkListInput in;
+                    in.batch = 1;
+                    in.qo_indptr = qo_indptr;
+                    in.kv_start = kv_start;
+                    in.kv_lens = kv_lens;
+                    in.causal = causal;
+                    in.window_left = core::normalize_window(window, keys);
+                    in.num_qo_heads = heads;
+                    in.num_sms = 132;
+                    const bool paged = page_size > 0;
+                    const sm90::KernelChoice c = sm90::choose_kernel(in, D, paged, page_size, cap, max_splits);
+                    for (DType dt : {DType::kF16, DType::kBF16}) {
+                      ++checked;
+                      if (!sm90::find_kernel(dt, D, paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous,
+                                             c.wide, c.mask))
+                        missing.emplace(std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                                            (paged ? " paged" : " contiguous") + (c.wide ? " wide " : " narrow ") +
+                                            sm90::mask_kind_name(c.mask),
+                                        "rows " + std::to_string(rows) + " keys " + std::to_string(keys) +
+                                            " page " + std::to_string(page_size));
+                    }
+                  }
+  EXPECT_GT(checked, 1000000);
+  for (const auto& [kernel, problem] : missing)
+    ADD_FAILURE() << "the rule picks a kernel with no compiled row: " << kernel << " (" << problem << ", ...)";
+}
+
+// ---- golden choices: what the planner and the launch chose, by problem ----
+// For a sweep of problems (both dtypes, every head dim, contiguous K/V and pages of 1 to
+// 256 rows, causal / windows / soft cap, 1 to 128k query rows, batches, GQA ratios), one
+// line each: the plan's variant, tile and kernel choice, splits, work list (hashed), and
+// the kernel its launch ran with the shape it passed to make_kernel_params. The lines of
+// each dtype / head dim / page size are hashed and compared with sm90_choices.golden, so a
+// change of any choice fails here. Intended changes rewrite the file: run with
+// FLASHBAND_SM90_CHOICES_DUMP=<file> before and after the change and diff the lines, then
+// FLASHBAND_SM90_CHOICES_UPDATE=1 (for the default knob, 0 and 100) to rewrite the hashes.
+
+uint64_t fnv1a(uint64_t h, const void* data, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+// One problem's choices, as a line.
+std::string choice_line(const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
+                        const std::vector<int>& kv, bool causal, int window_in, float cap, int qo_heads,
+                        int kv_heads) {
+  detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, causal, window_in, cap, 0, qo_heads, kv_heads);
+  core::AttentionParams& a = plan.params;
+  const dispatch::VariantKey key = key_of(a);
+  std::ostringstream line;
+  line << key.to_string() << " page=" << page_size << " qo=" << join(qo) << " kv=" << join(kv)
+       << " heads=" << qo_heads << "/" << kv_heads << " causal=" << causal << " window=" << window_in
+       << " cap=" << cap << " ->";
+  const dispatch::KernelEntry* e = reg.find(key);
+  if (e == nullptr) return line.str() + " no entry";
+  plan.variant = key.to_string();
+  try {
+    detail::plan_sm90(plan, test_workspace());
+  } catch (const Error& err) {
+    return line.str() + " plan refused: " + err.what();
+  }
+  const sm90::PlanState& st = sm90::plan_state(a);
+  uint64_t items = kFnvBasis;
+  items = fnv1a(items, st.host_items.data(), st.host_items.size() * sizeof(sm90::WorkItem));
+  g_ran = Ran{};
+  e->launch(a);
+  const KernelId& k = g_ran.kernel;
+  line << " variant=" << plan.variant << " tile=" << st.block_m << "x" << st.block_n
+       << " splits=" << st.num_splits << " items=" << st.num_items << " list=" << std::hex << items << std::dec
+       << " work=" << a.num_work_items << "/" << a.num_kv_splits << " ran=" << g_ran.calls << ":" << k.name()
+       << " shape=" << g_ran.block_m << "x" << g_ran.block_n << (k.paged ? ",paged" : "") << ","
+       << sm90::mask_kind_name(k.mask) << (g_ran.gather_only ? ",gather" : "");
+  if (!g_ran.refused.empty()) line << " refused: " << g_ran.refused;
+  return line.str();
+}
+
+// group ("f16 D=64 page=16") -> the group's lines, in sweep order.
+std::map<std::string, std::vector<std::string>> golden_sweep() {
+  dispatch::Registry reg;
+  dispatch::register_sm90_kernels(reg);
+  std::vector<std::vector<int>> qos;
+  for (int n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 512, 640, 704, 768, 896, 1000, 1023, 1024, 1025,
+                2047, 2048, 2049, 3072, 4095, 4096, 4097, 6144, 8191, 8192, 8193, 12000, 16384, 32768, 65536,
+                131072})
+    qos.push_back({n});
+  qos.push_back({6300, 100});
+  qos.push_back({1, 8191});
+  qos.push_back({8300, 30});
+  qos.push_back({16, 16, 16});
+  qos.push_back(std::vector<int>(64, 1));       // decode-like: one row per request
+  qos.push_back(std::vector<int>(8, 16384));   // 128k rows in a batch
+  qos.push_back({131072, 7});
+  std::mt19937 rng(11);
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int> q;
+    const int b = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < b; ++j) q.push_back(1 + static_cast<int>(rng() % (rng() % 2 ? 40000 : 1500)));
+    qos.push_back(q);
+  }
+  const int heads[][2] = {{4, 2}, {32, 8}, {16, 16}, {64, 1}, {28, 4}};
+  std::map<std::string, std::vector<std::string>> groups;
+  for (DType dt : {DType::kF16, DType::kBF16})
+    for (int D : {64, 128, 256})
+      for (int page_size : {0, 1, 16, 48, 64, 128, 256}) {
+        std::vector<std::string>& lines =
+            groups[std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                   " page=" + std::to_string(page_size)];
+        for (std::size_t i = 0; i < qos.size(); ++i) {
+          const std::vector<int>& qo = qos[i];
+          const auto& h = heads[i % 5];
+          for (int kv_mode = 0; kv_mode < 4; ++kv_mode) {
+            std::vector<int> kv;
+            for (int q : qo)
+              kv.push_back(kv_mode == 0 ? q : kv_mode == 1 ? q + 57 : kv_mode == 2 ? std::max(1, q / 2) : q + 3000);
+            for (bool causal : {false, true})
+              for (int window : {-1, 0, 100, 1500, 1 << 30})
+                for (float cap : {0.0f, 5.0f})
+                  lines.push_back(choice_line(reg, dt, D, page_size, qo, kv, causal, window, cap, h[0], h[1]));
+          }
+        }
+      }
+  return groups;
+}
+
+TEST(Sm90Dispatch, ChoicesMatchGolden) {
+  const auto groups = golden_sweep();
+  const std::string knob = std::to_string(sm90::causal_kernel_max_rows());
+  if (const char* dump = std::getenv("FLASHBAND_SM90_CHOICES_DUMP")) {
+    std::ofstream out(dump);
+    for (const auto& [g, lines] : groups)
+      for (const std::string& l : lines) out << l << "\n";
+  }
+  std::map<std::string, std::string> got;  // "max_rows=K group" -> "count hash"
+  for (const auto& [g, lines] : groups) {
+    uint64_t h = kFnvBasis;
+    for (const std::string& l : lines) h = fnv1a(h, l.c_str(), l.size() + 1);
+    std::ostringstream v;
+    v << lines.size() << " " << std::hex << h;
+    got["max_rows=" + knob + " " + g] = v.str();
+  }
+  std::map<std::string, std::string> want;
+  std::vector<std::string> other_knobs;  // lines of the file for other knob values, kept on update
+  {
+    std::ifstream in(FLASHBAND_SM90_CHOICES_GOLDEN);
+    std::string l;
+    while (std::getline(in, l)) {
+      if (l.empty() || l[0] == '#') continue;
+      const std::size_t colon = l.find(": ");
+      if (colon == std::string::npos) continue;
+      const std::string k = l.substr(0, colon);
+      if (k.rfind("max_rows=" + knob + " ", 0) == 0)
+        want[k] = l.substr(colon + 2);
+      else
+        other_knobs.push_back(l);
+    }
+  }
+  if (std::getenv("FLASHBAND_SM90_CHOICES_UPDATE")) {
+    std::ofstream out(FLASHBAND_SM90_CHOICES_GOLDEN);
+    out << "# sm90_dispatch_test.cpp ChoicesMatchGolden: problems and hash of their choice lines, by group\n";
+    for (const std::string& l : other_knobs) out << l << "\n";
+    for (const auto& [k, v] : got) out << k << ": " << v << "\n";
+    GTEST_SKIP() << "rewrote " << FLASHBAND_SM90_CHOICES_GOLDEN << " for max_rows=" << knob;
+  }
+  ASSERT_FALSE(want.empty()) << "no golden choices for max_rows=" << knob << " in " << FLASHBAND_SM90_CHOICES_GOLDEN;
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [k, v] : got) EXPECT_EQ(v, want[k]) << k << " (FLASHBAND_SM90_CHOICES_DUMP=<file> lists its lines)";
 }
 
 }  // namespace

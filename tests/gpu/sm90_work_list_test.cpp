@@ -13,13 +13,23 @@
 #include <vector>
 
 #include "backends/sm90/sm90_backend.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_rule.h"
 #include "backends/sm90/work_list.h"
 #include "core/mask.h"
 #include "flashband/error.h"
 
 namespace flashband::sm90 {
 namespace {
+
+// Whether the rule's tile for (head dim, masked, storage) depends on the problem: on its
+// lengths (the shortest and longest) or, paged, on gathered against TMA pages.
+bool wide_tiles_by_shape(int head_dim, bool masked, bool paged) {
+  const bool first = use_wide_tiles(head_dim, masked, paged, false, 0);
+  for (int i = 1; i < 4; ++i)
+    if (use_wide_tiles(head_dim, masked, paged, paged && (i & 1) != 0, (i & 2) != 0 ? INT64_MAX : 0) != first)
+      return true;
+  return false;
+}
 
 // True when `items` are in K cost buckets (bucket = tiles * K / (longest + 1)), largest
 // first, and inside a bucket by request (qo_start), then longest-first.
@@ -710,7 +720,7 @@ TEST(Sm90WorkList, WorkspaceCoversEitherQueryTile) {
 TEST(Sm90WorkList, TallTileWalksEveryVisiblePair) {
   // A 192-row tile's last 64-row slab may hold no row of a short request (qo_len <= 128):
   // the walk still covers every visible pair (the consumers run that slab fully masked).
-  // Windows too: masked D = 64 problems with long requests run on it (tile_config.h).
+  // Windows too: masked D = 64 problems with long requests run on it (tile_rule.h).
   for (int q : {1, 64, 100, 128, 129, 191, 192, 193, 400, 6145})
     for (bool causal : {false, true})
       for (int window : {-1, 0, 31, 300}) {

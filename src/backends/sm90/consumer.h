@@ -46,7 +46,7 @@ __device__ __forceinline__ void apply_mask(TensorS& s, const TensorC& c, const c
   for (int r = 0; r < cute::size<0>(s); ++r) {
     const core::KVRange vis = core::row_kv_range(spec, row0 + cute::get<0>(c(r, 0)));
     // Without a window every row's first key is 0, which the tile's keys never precede:
-    // the left compare folds away in the kernels whose mask is a constant (tile_config.h).
+    // the left compare folds away in the kernels whose mask is a constant (tile_shapes.h).
     int lo = spec.window_left >= 0 ? vis.first - key0 - col0 : INT_MIN;
     int hi = vis.last - key0 - col0;
     // Opaque to the optimizer, which would otherwise fold col0 back into every column.
@@ -222,7 +222,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   };
   auto geometry = [&](const WorkItem& it) {
     Geometry g;
-    // Constant masks fold their arithmetic away (tile_config.h MaskKind).
+    // Constant masks fold their arithmetic away (tile_shapes.h MaskKind).
     g.spec = Traits::kMask == MaskKind::kKVLen    ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
              : Traits::kMask == MaskKind::kCausal ? core::MaskSpec{it.qo_len, it.kv_len, true, -1}
                                                   : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};

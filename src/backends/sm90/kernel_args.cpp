@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backends/sm90/tensor_map.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 #include "backends/sm90/trace.h"
 #include "core/mask.h"
 #include "core/state.h"

@@ -3,7 +3,7 @@
 #pragma once
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/sm90_backend.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 #include "core/params.h"
 
 namespace flashband::sm90 {

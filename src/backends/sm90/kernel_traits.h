@@ -13,7 +13,7 @@
 #include <cute/arch/mma_sm90.hpp>
 #include <cutlass/numeric_types.h>
 
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 
 namespace flashband::sm90 {
 
@@ -24,8 +24,8 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
   return (col >> 6) * rows * 64 + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
 }
 
-// kMask_: the masks the kernel computes (tile_config.h MaskKind). Without causal / window
-// masks (kKVLen: wide tiles, and the narrow ones of kNarrowFoldsMask) it serves
+// kMask_: the masks the kernel computes (tile_shapes.h MaskKind). Without causal / window
+// masks (kKVLen: the kernel_list.h rows of mask kind kvlen) it serves
 // problems whose only partial tile is at kv_len's end.
 template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
 struct KernelTraits {
@@ -42,14 +42,12 @@ struct KernelTraits {
   // A fused boundary issues the next unit's first Q K^T before this unit's Q buffer is free:
   // with one buffer it would wait for that Q's load instead.
   static_assert(!kFuseUnits || kQStages >= 2, "unit fusion needs two Q buffers");
-  // An unmasked kernel (every wide tile; narrow ones where tile_config.h kNarrowFoldsMask)
-  // serves only problems without a causal / window mask or soft cap (registry keys
-  // needs_mask = soft_cap = false, which make_kernel_params enforces): the mask state folds
-  // away at compile time, which D = 128's 176-key S tile's registers need and which is
-  // faster (findings F7). launch_prefill checks that the tile has one.
+  // An unmasked kernel serves only problems without a causal / window mask or soft cap
+  // (make_kernel_params enforces it): the mask state folds away at compile time, which
+  // D = 128's 176-key S tile's registers need (findings: sm90-wide-kvlen-kernels).
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
-  // Only the runtime-mask kernels compile the soft cap (tile_config.h compiles_soft_cap).
+  // Only the runtime-mask kernels compile the soft cap (tile_shapes.h compiles_soft_cap).
   static constexpr bool kSoftCap = compiles_soft_cap(kMask);
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);
   static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
@@ -66,9 +64,19 @@ struct KernelTraits {
   // to the allocation granule of 8); the producer gives registers back and the consumers
   // take them, and the two must balance within that pool or setmaxnreg.inc waits forever.
   // A TMA producer is one thread issuing copies (24 is the minimum): consumers get 240. The
-  // paged producer keeps 32 for its gathers' 64-bit address arithmetic; its consumers get
-  // 232 ((168 x 384 - 32 x 128) / 256 = 236, rounded down to the granule). Paged D = 256
-  // takes 24 / 240 instead: at 232 its consumers spill. Measurements: findings F12.
+  // paged producer keeps 32 for its gathers' 64-bit address arithmetic (no spills at
+  // D = 128); its consumers get 232 ((168 x 384 - 32 x 128) / 256 = 236, rounded down to
+  // the granule), as they did at 40. 32 measured 5% faster than 40 at page 16 (ncu, D = 128,
+  // S = 16k) for a reason in the producer's code that is not established; 232 instead of
+  // 240 costs the contiguous kernel 1.7%, so 240 for paged needs a 24-register producer.
+  // D = 256 takes it: at 232 its consumers spilled, at 240 only the producer does (32 bytes
+  // around the gather; 16 after the seventeenth session's split, 28 with four gather threads
+  // per row), and page 16 at 2k ran 783 -> 685 us (ncu, fifteenth session). At D = 128 the
+  // 24-register producer spilled 24 bytes and measured within 1% (page 16 / 1 / 128);
+  // after the split into two producer instantiations it spills 36 / 64 bytes and measured
+  // +0.7% (seventeenth). It keeps 32, also under the 176-key tile on gathered pages (its
+  // producer resolves two rows a thread): there (ptxas, bf16) 32 / 232 spill 8 / 8 bytes,
+  // 24 / 240 40 / 104 (the producer's).
   // Three consumers (512 threads): 128 at entry, and 160 for the consumers with either
   // producer ((128 x 512 - 24 x 128) / 384 = 162.7 and (128 x 512 - 32 x 128) / 384 = 160
   // exactly, rounded down to the granule), as in FlashAttention-3.

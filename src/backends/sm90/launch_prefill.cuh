@@ -1,7 +1,7 @@
-// launch_prefill<DType, D, kPaged, kWide, kMask>: the registry's launch function for one compiled
-// kernel. No allocation and no host synchronisation: tensor maps are encoded on the host
-// (a pure function of pointers and strides), the grid is one CTA per multiprocessor at most.
-// Each kernels/*.cu file instantiates one of these.
+// launch_prefill<DType, D, kPaged, kWide, kMask>: the launch function of one compiled kernel
+// (its compiled_kernels.h row). No allocation and no host synchronisation: tensor maps are
+// encoded on the host (a pure function of pointers and strides), the grid is one CTA per
+// multiprocessor at most. Each generated kernels/*.cu file instantiates one of these.
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -9,6 +9,7 @@
 #include "backends/cuda/check.h"
 #include "backends/cuda/merge.h"
 #include "backends/cuda/smem_limit.h"
+#include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/prefill_kernel.cuh"
 #include "backends/sm90/sm90_backend.h"
@@ -22,11 +23,7 @@ template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
   static_assert(!(kWide && kPaged) || kWidePaged<kHeadDim>,
-                "this head dim's wide tile is for contiguous K/V only (tile_config.h)");
-  static_assert(kMask != MaskKind::kCausal || kCausalKernel<kHeadDim, kPaged, kWide>,
-                "this tile has no causal-only kernel (tile_config.h kCausalKernel)");
-  static_assert(kMask != MaskKind::kKVLen || kWide || kNarrowFoldsMask<kHeadDim, kPaged>,
-                "this narrow tile has no kernel without masks (tile_config.h kNarrowFoldsMask)");
+                "this head dim's wide tile is for contiguous K/V only (tile_shapes.h kWidePaged)");
   using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask>;
   const PlanState& st = plan_state(a);
   const KernelParams p = make_kernel_params(
@@ -46,10 +43,7 @@ void launch_prefill(const core::AttentionParams& a) {
 
 }  // namespace flashband::sm90
 
-// One explicit instantiation per kernels/*.cu file, through the named forms of
-// kernel_instances.h.
-#define FLASHBAND_SM90_INSTANTIATE(DTYPE, HEAD_DIM, PAGED, WIDE, MASK)                         \
-  template void flashband::sm90::launch_prefill<flashband::DType::DTYPE, HEAD_DIM, PAGED, WIDE,   \
-                                                flashband::sm90::MaskKind::MASK>(                \
-      const flashband::core::AttentionParams&);
-#include "backends/sm90/kernel_instances.h"
+// One explicit instantiation per generated kernels/*.cu file, whose one line is its
+// kernel_list.h row.
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK) \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK)(const flashband::core::AttentionParams&);

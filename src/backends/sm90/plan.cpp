@@ -7,16 +7,15 @@
 // Workspace layout: [qo_indptr | kv_indptr | kv_lens | page_indices | last_page_len |
 // work items] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned.
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/upload.h"
+#include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/sm90_backend.h"
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_rule.h"
 #include "backends/sm90/work_list.h"
 #include "flashband/error.h"
 #include "plan/plan.h"
@@ -68,43 +67,6 @@ std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_q
   return sm90_plan_bytes(max_batch, max_qo_tokens, head_dim) + partial_bytes(row_splits, head_dim);
 }
 
-bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
-  // The step costs below were fitted to makespans of the bucket order; the balanced lists'
-  // makespans would move the tile rule's thresholds without a measurement behind them.
-  in.balance = false;
-  auto makespan = [&](bool wide) {
-    const TileShape t = tile_shape(head_dim, wide);
-    in.block_m = t.block_m;
-    in.block_n = t.block_n;
-    return planned_makespan(in, max_splits, kMinKVTilesPerSplit);
-  };
-  return makespan(true) * wide_masked_step_cost(head_dim) < makespan(false) * 1000;
-}
-
-bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits) {
-  const bool causal_window = in.causal && in.window_left >= 0;  // window_left as normalised
-  const bool wide = use_wide_tiles(head_dim, masked, paged, tma_pages,
-                                   tile_rule_length(masked, in.qo_indptr, in.kv_lens, in.batch)) &&
-                    !(masked && causal_window && !wide_masked_takes_causal_windows(head_dim));
-  return wide && masked && wide_masked_step_cost(head_dim) > 0 ? wide_masked_pays(in, head_dim, max_splits) : wide;
-}
-
-int64_t parse_causal_kernel_max_rows(const char* env) {
-  if (env == nullptr) return kCausalKernelMaxRows;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(env, &end, 10);
-  if (end == env || *end != '\0' || v < 0 || errno == ERANGE)
-    throw Error(ErrorCode::kInvalidArgument, std::string("FLASHBAND_SM90_CAUSAL_MAX_ROWS: got '") + env +
-                                                 "', allowed: a non-negative integer (query rows)");
-  return static_cast<int64_t>(v);
-}
-
-int64_t causal_kernel_max_rows() {
-  static const int64_t max_rows = parse_causal_kernel_max_rows(std::getenv("FLASHBAND_SM90_CAUSAL_MAX_ROWS"));
-  return max_rows;
-}
-
 }  // namespace sm90
 
 namespace detail {
@@ -112,13 +74,6 @@ namespace detail {
 void plan_sm90(Plan& plan, const Workspace& workspace) {
   core::AttentionParams& a = plan.params;
   const bool paged = a.kv_storage == core::KVStorage::kPaged;
-  // The same rule register.cpp used to pick the kernel this plan will launch (for keys where
-  // it depends on the shape, the launch follows block_m / block_n below).
-  const bool needs_mask = core::needs_mask(a.causal, a.window_left);
-  const int64_t request_rows = sm90::typical_request_rows(plan.qo_indptr.data(), plan.batch);
-  const bool runtime_mask =
-      sm90::takes_runtime_mask_kernels(needs_mask, a.logits_soft_cap > 0.0f);
-  const bool tma_pages = paged && sm90::pages_by_tma(a.page_size);
   const int B = plan.batch;
   const int H = a.num_qo_heads;
   const int num_sms = cuda::multiprocessor_count(plan.shape.device_id);
@@ -136,22 +91,27 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   const WorkspaceRegions regions(workspace);
   const bool have_workspace = !regions.empty();
   const int split_limit = have_workspace && !plan.opts.disable_split_kv ? sm90::kMaxKVSplits : 1;
-  const bool wide = sm90::plan_wide_tiles(in, a.head_dim, runtime_mask, paged, tma_pages, split_limit);
-  const sm90::TileShape tile = sm90::tile_shape(a.head_dim, wide);
+  // The rule's choice, looked up once: the launch runs this row's kernel.
+  const sm90::KernelChoice choice =
+      sm90::choose_kernel(in, a.head_dim, paged, a.page_size, a.logits_soft_cap > 0.0f, split_limit);
+  const sm90::TileShape tile = sm90::tile_shape(a.head_dim, choice.wide);
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
                                              " (supports 64, 128, 256)");
+  const sm90::CompiledKernel* kernel = sm90::find_kernel(a.dtype, a.head_dim, a.kv_storage, choice.wide, choice.mask);
+  if (kernel == nullptr)
+    throw Error(ErrorCode::kInternal, "sm90: the tile rule chose a kernel this build does not compile (" +
+                                          plan.variant + ", " + (choice.wide ? "wide" : "narrow") + " tile, mask kind " +
+                                          sm90::mask_kind_name(choice.mask) + ")");
 
   auto state = std::make_shared<sm90::PlanState>();
   state->total_kv_tokens = paged ? 0 : plan.kv_indptr[B];
   state->num_sms = num_sms;
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
-  state->causal_kernel = sm90::use_causal_kernel(a.head_dim, paged, paged && !tma_pages, wide, a.causal,
-                                                 a.window_left, a.logits_soft_cap > 0.0f, request_rows,
-                                                 sm90::causal_kernel_max_rows());
+  state->kernel = kernel;
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
-  if (state->causal_kernel) plan.variant += "/causal";
+  if (kernel->mask == sm90::MaskKind::kCausal) plan.variant += "/causal";
 
   in.block_m = tile.block_m;
   in.block_n = tile.block_n;
@@ -251,7 +211,7 @@ std::string state_signature_sm90(const Plan& plan) {
          ";sm90.total_kv_tokens=" + std::to_string(st->total_kv_tokens) + ";sm90.num_sms=" +
          std::to_string(st->num_sms) + ";sm90.num_splits=" + std::to_string(st->num_splits) +
          ";sm90.block_m=" + std::to_string(st->block_m) + ";sm90.block_n=" + std::to_string(st->block_n) +
-         ";sm90.causal_kernel=" + std::to_string(st->causal_kernel) + ";sm90.partial_o=" + ptr(st->partial_o) +
+         ";sm90.kernel=" + st->kernel->name + ";sm90.partial_o=" + ptr(st->partial_o) +
          ";sm90.partial_lse=" + ptr(st->partial_lse) + ";";
 }
 

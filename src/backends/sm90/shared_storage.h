@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 
 namespace flashband::sm90 {
 

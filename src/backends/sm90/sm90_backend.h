@@ -1,16 +1,18 @@
 // What the rest of flashband sees of the sm90 backend: workspace sizing, the host-side plan
-// state a launch reads, and the launch functions the registry stores.
+// state a launch reads, and the launch function of each compiled kernel.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "backends/sm90/tile_config.h"
+#include "backends/sm90/tile_shapes.h"
 #include "backends/sm90/work_list.h"
 #include "core/params.h"
 #include "flashband/tensor.h"
 
 namespace flashband::sm90 {
+
+struct CompiledKernel;
 
 // Upper bound of workspace an sm90 batch plan needs for these maxima: index arrays, work
 // list and split-KV partial states. Paged plans also copy their page indices
@@ -27,20 +29,6 @@ constexpr int kMaxKVSplits = 32;
 constexpr int kMaxMultiprocessors = 256;  // any Hopper part has fewer
 constexpr int kMinKVTilesPerSplit = 4;    // below this the merge costs more than it saves
 
-// For a masked problem that use_wide_tiles lets take the wide tile at a head dim with a
-// wide_masked_step_cost: whether its planned makespan (work_list.h), each KV step counted at
-// that cost, is below the narrow tile's, each with the KV splits choose_num_splits gives it up
-// to max_splits (1: a plan without a workspace). `in` describes the problem (its block_m,
-// block_n and num_splits are not read).
-bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits);
-
-// Whether plan_sm90 takes the wide tile for the problem `in` describes: use_wide_tiles for
-// its tile_rule_length (less causal windows where the head dim's masked wide tile does not
-// take them, wide_masked_takes_causal_windows; in.window_left normalised), then
-// wide_masked_pays where that applies. masked:
-// takes_runtime_mask_kernels; tma_pages: paged K/V whose pages are pages_by_tma.
-bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits);
-
 // Host state of a plan: owned by Plan::backend_state, reached through
 // AttentionParams::work. Everything a launch needs that AttentionParams does not carry.
 struct PlanState {
@@ -49,17 +37,17 @@ struct PlanState {
   int64_t total_kv_tokens = 0;      // contiguous K/V rows addressable through TMA
   int num_sms = 0;
   int num_splits = 1;
-  int block_m = 0;                  // query tile rows the work list was built for (tile_config.h)
+  int block_m = 0;                  // query tile rows the work list was built for (tile_shapes.h)
   int block_n = 0;                  // KV tile width the work list was built for
-  bool causal_kernel = false;       // the causal-only kernel runs (tile_config.h use_causal_kernel)
+  const CompiledKernel* kernel = nullptr;  // what the launch runs (tile_rule.h choose_kernel)
   float* partial_o = nullptr;       // split-KV states in the workspace
   float* partial_lse = nullptr;
   std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)
 };
 
-// Registry launch functions, one per compiled kernel (dtype x head dim x storage x tile
-// variant x mask kind, tile_config.h); each is explicitly instantiated in one kernels/*.cu
-// file.
+// The launch of one compiled kernel (dtype x head dim x storage x tile x mask kind), the
+// launch column of its compiled_kernels.h row; each is explicitly instantiated in the
+// kernels/*.cu file CMake generates for its kernel_list.h row.
 template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny>
 void launch_prefill(const core::AttentionParams& params);
 

@@ -1,5 +1,0 @@
-#include "backends/sm90/launch_prefill.cuh"
-
-// The narrow paged tile for causal problems without a window: the window arithmetic folds
-// away (tile_config.h kCausalKernel).
-FLASHBAND_SM90_PREFILL_CAUSAL(kBF16, 128, true)
