@@ -2,13 +2,11 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
 #include "api/validate.h"
 #include "case_steps.h"
-#include "core/mask.h"
 #include "flashband/capability.h"
 
 namespace flashband::cli {
@@ -78,30 +76,7 @@ void check_case(const testing::Case& c) {
   const bool paged = c.entry == testing::EntryPoint::kPaged || c.entry == testing::EntryPoint::kDecode;
   if (paged && c.page_size < 1) refuse(ErrorCode::kInvalidArgument, "page_size: got " + std::to_string(c.page_size) + ", allowed: >= 1");
 
-  // What plan() would ask the capability table, described as make_plan does.
-  const std::vector<int> qo = testing::case_qo_lens(c);
-  ProblemDesc d;
-  d.op = c.entry == testing::EntryPoint::kSingle   ? Op::kSinglePrefill
-         : c.entry == testing::EntryPoint::kRagged ? Op::kRaggedPrefill
-         : c.entry == testing::EntryPoint::kPaged  ? Op::kPagedPrefill
-                                                   : Op::kPagedDecode;
-  d.dtype = c.dtype;
-  d.device = c.device;
-  d.head_dim = c.head_dim;
-  d.num_qo_heads = c.num_qo_heads;
-  d.num_kv_heads = c.num_kv_heads;
-  d.causal = c.causal;
-  d.soft_cap = c.logits_soft_cap > 0.0f;
-  d.return_lse = c.return_lse;
-  d.kv_layout = c.layout;
-  d.page_size = paged ? c.page_size : 0;
-  for (std::size_t b = 0; b < c.kv_lens.size(); ++b) {
-    const int kv = c.kv_lens[b];
-    d.max_kv_len = std::max(d.max_kv_len, kv);
-    if (qo[b] > 0 && (kv == 0 || (c.causal && qo[b] > kv))) d.has_empty_rows = true;
-    if (qo[b] > kv) d.qo_longer_than_kv = true;
-  }
-  d.window_left = core::normalize_window(c.window_left, d.max_kv_len);
+  const ProblemDesc d = testing::problem_of(c);  // what plan() asks the capability table
   if (c.backend == Backend::kAuto) {
     try {
       select_backend(d);
