@@ -14,6 +14,7 @@ NANOBIND_VERSION=3.1.0
 SCIKIT_BUILD_CORE_VERSION=0.11.6
 NUMPY_VERSION=2.2.6
 PYTEST_VERSION=8.4.2
+HYPOTHESIS_VERSION=6.170.27
 
 have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -39,15 +40,16 @@ if [ ! -f "$deps/dlpack/include/dlpack/dlpack.h" ]; then
   rm -rf "$tmp"
 fi
 
-# Python: a venv in deps/venv with pinned packages (nanobind for the bindings, numpy + pytest for tests).
+# Python: a venv in deps/venv with pinned packages (nanobind for the bindings, numpy + pytest for
+# tests, hypothesis for the property tests of bad input).
 py="${FLASHBAND_PYTHON:-python3}"
 if [ ! -x "$deps/venv/bin/python" ]; then
   "$py" -m venv "$deps/venv"
 fi
-if ! "$deps/venv/bin/python" -c "import nanobind, numpy, pytest, scikit_build_core" 2>/dev/null; then
+if ! "$deps/venv/bin/python" -c "import nanobind, numpy, pytest, hypothesis, scikit_build_core" 2>/dev/null; then
   "$deps/venv/bin/python" -m pip install -q --disable-pip-version-check \
     "nanobind==$NANOBIND_VERSION" "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION" \
-    "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION"
+    "hypothesis==$HYPOTHESIS_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION"
 fi
 
 # Header-only GPU dependencies, from pinned PyPI wheels, keeping only the headers.

@@ -8,6 +8,7 @@ import threading
 from typing import Any, Optional
 
 from . import _C
+from . import _args
 from . import _frameworks as fw
 from .errors import UnsupportedError
 
@@ -88,17 +89,25 @@ def make_options(*, causal: bool = False, window_left: int = -1,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
                  stream: int = 0, cuda_graph: bool = False,
                  disable_split_kv: bool = False) -> "_C.Options":
-    return _C.Options(causal=bool(causal), window_left=int(window_left),
-                      logits_soft_cap=None if logits_soft_cap is None else float(logits_soft_cap),
-                      sm_scale=None if sm_scale is None else float(sm_scale),
-                      return_lse=bool(return_lse), kv_layout=kv_layout, backend=backend_name(backend),
-                      stream=stream, cuda_graph=bool(cuda_graph),
-                      disable_split_kv=bool(disable_split_kv))
+    """The native Options, each value judged under the caller's name first (_args):
+    window_left past C int is -1 (no window), float parameters are judged as float32."""
+    return _C.Options(causal=_args.flag(causal, "causal"), window_left=_args.window_left(window_left),
+                      logits_soft_cap=_args.real(logits_soft_cap, "logits_soft_cap"),
+                      sm_scale=_args.real(sm_scale, "sm_scale"),
+                      return_lse=_args.flag(return_lse, "return_lse"),
+                      kv_layout=_args.text(kv_layout, "kv_layout"),
+                      backend=_args.text(backend_name(backend), "backend"),
+                      stream=stream, cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
+                      disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"))
 
 
 def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):
-    """The caller's out/lse, or new ones in q's framework and device: out like q, lse
-    [tokens, heads] float32 when return_lse."""
+    """The caller's out/lse (checked to be writable arrays of the right rank, in memory of
+    their own), or new ones in q's framework and device: out like q, lse [tokens, heads]
+    float32 when return_lse."""
+    _args.optional_array(out, "out", ndim=len(q.shape), writable=True)
+    _args.optional_array(lse, "lse", ndim=2, layout="[tokens, num_qo_heads]", writable=True)
+    _args.disjoint({"out": out, "lse": lse})
     if out is None:
         out = fw.empty_like(q)
     if return_lse and lse is None:

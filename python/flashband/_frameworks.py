@@ -231,11 +231,16 @@ def host_int32(x: Any, what: str) -> np.ndarray:
     width are converted when every value fits; anything else is an error naming `what`.
     """
     k = kind(x)
+    if x is None:
+        raise InvalidArgumentError(f"{what}: expected a 1-D int32 array, got None")
     if k == "torch":
         x = x.detach().to("cpu").numpy()
     elif k == "cupy":
         x = x.get()
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise InvalidArgumentError(f"{what}: not an integer array ({e})") from None
     if a.ndim != 1:
         raise InvalidArgumentError(f"{what}: must be 1-D; got shape {tuple(a.shape)}")
     if a.dtype != np.int32:

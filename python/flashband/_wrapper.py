@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from . import _C
+from . import _args
 from . import _frameworks as fw
 from ._common import backend_name, make_options, outputs, record, refuse_unsupported
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
@@ -50,12 +51,13 @@ def _installed_anyway(e: Exception) -> bool:
 def _settings_key(semantics: dict, head_dim: int) -> tuple:
     """What a plan's settings compute: a soft cap of None is 0 (off), sm_scale None is the
     default 1/sqrt(head_dim), both as the float32 the kernels take."""
-    cap = semantics.get("logits_soft_cap")
-    scale = semantics.get("sm_scale")
+    cap = _args.real(semantics.get("logits_soft_cap"), "logits_soft_cap")
+    scale = _args.real(semantics.get("sm_scale"), "sm_scale")
     scale = (np.float32(1.0) / np.sqrt(np.float32(head_dim)) if scale is None else np.float32(scale))
-    return (bool(semantics.get("causal", False)), int(semantics.get("window_left", -1)),
+    return (_args.flag(semantics.get("causal", False), "causal"),
+            _args.window_left(semantics.get("window_left", -1)),
             np.float32(0.0 if cap is None else cap), scale,
-            bool(semantics.get("disable_split_kv", False)))
+            _args.flag(semantics.get("disable_split_kv", False), "disable_split_kv"))
 
 
 class BatchWrapperBase:
@@ -64,6 +66,7 @@ class BatchWrapperBase:
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, *, backend: str = "auto") -> None:
         make_options(kv_layout=kv_layout, backend=backend)  # raises naming a bad value now
+        _args.array(float_workspace_buffer, "float_workspace_buffer", writable=True)
         self._kv_layout = kv_layout
         self._backend = backend_name(backend)  # FlashInfer's fa2 / fa3 as sm80 / sm90
         # FlashInfer's meaning: a run() captured in a CUDA graph stays valid across plan()
@@ -223,6 +226,8 @@ class BatchWrapperBase:
         """Use new workspaces; the next run needs a new plan(). int_workspace_buffer, where
         given, holds the plans' arrays (size it with batch_plan_bytes); else the wrapper
         keeps its own."""
+        _args.array(float_workspace_buffer, "float_workspace_buffer", writable=True)
+        _args.optional_array(int_workspace_buffer, "int_workspace_buffer", writable=True)
         self._workspace = float_workspace_buffer
         self._int_workspace = int_workspace_buffer
         self._plan_buffer, self._retired = None, []
@@ -249,7 +254,7 @@ class BatchWrapperBase:
     def _check_run_window(self, window_left: Optional[int]) -> None:
         """run(window_left=) (FlashInfer's): None or the plan's value; the window is planned."""
         planned = self._semantics.get("window_left", -1)
-        if window_left is not None and int(window_left) != planned:
+        if window_left is not None and _args.window_left(window_left) != _args.window_left(planned):
             raise UnsupportedError(
                 f"window_left: run() got {window_left}, the plan's is {planned}; "
                 "plan() again to change the window")
@@ -331,6 +336,7 @@ class BatchWrapperBase:
              call: Callable[[Any, Any], Any]) -> Any:
         if self._plan_args is None:
             raise InvalidArgumentError("run: plan() has not been called")
+        _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
         # A given lse is written, as FlashInfer's kernels write it, but the result is a tuple
         # only with return_lse, as FlashInfer's is.
         write_lse = bool(return_lse or lse is not None)

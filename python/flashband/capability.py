@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 from . import _C
+from . import _args
 from ._common import backend_name
 from . import _frameworks as fw
 from .errors import InvalidArgumentError
@@ -33,13 +34,18 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
              page_size: int, has_empty_rows: bool, cuda_graph: bool = False,
              disable_split_kv: bool = False) -> "_C.ProblemDesc":
     kind, index = _device(device)
-    return _C.ProblemDesc(op=op, dtype=fw.canonical_dtype(dtype, "dtype"), device=kind,
+    cap = _args.real(logits_soft_cap, "logits_soft_cap")
+    num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
+    return _C.ProblemDesc(op=_args.text(op, "op"), dtype=fw.canonical_dtype(dtype, "dtype"), device=kind,
                           device_id=index, head_dim=head_dim, num_qo_heads=num_qo_heads,
-                          num_kv_heads=num_kv_heads, causal=causal, window_left=window_left,
-                          soft_cap=bool(logits_soft_cap), return_lse=return_lse,
-                          kv_layout=kv_layout, page_size=page_size,
-                          has_empty_rows=has_empty_rows, cuda_graph=cuda_graph,
-                          disable_split_kv=disable_split_kv)
+                          num_kv_heads=num_kv_heads, causal=_args.flag(causal, "causal"),
+                          window_left=_args.window_left(window_left),
+                          soft_cap=bool(cap), return_lse=_args.flag(return_lse, "return_lse"),
+                          kv_layout=_args.text(kv_layout, "kv_layout"),
+                          page_size=_args.integer(page_size, "page_size"),
+                          has_empty_rows=_args.flag(has_empty_rows, "has_empty_rows"),
+                          cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
+                          disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"))
 
 
 def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = "bfloat16",
@@ -99,8 +105,9 @@ def batch_workspace_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int,
     backend. The bound also covers a plan's own arrays in the same buffer (the C++ API
     without plan_data), which max_page_indices (entries of the paged index array) adds to."""
     kind, _ = _device(device)
-    return int(_C.batch_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind,
-                                        max_page_indices))
+    return int(_C.batch_workspace_bytes(*_size_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim),
+                                        kind, _args.integer(max_page_indices, "max_page_indices",
+                                                            _args.INT64_MIN, _args.INT64_MAX)))
 
 
 def batch_plan_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int, head_dim: int,
@@ -110,5 +117,15 @@ def batch_plan_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int, head
     these maxima: what a wrapper's int_workspace_buffer needs. max_request_pages: pages of
     the longest request (-1: bounded by max_page_indices). 0 for the cpu backend."""
     kind, _ = _device(device)
-    return int(_C.batch_plan_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim, kind,
-                                   max_page_indices, max_request_pages))
+    wide = dict(lo=_args.INT64_MIN, hi=_args.INT64_MAX)
+    return int(_C.batch_plan_bytes(*_size_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim), kind,
+                                   _args.integer(max_page_indices, "max_page_indices", **wide),
+                                   _args.integer(max_request_pages, "max_request_pages", **wide)))
+
+
+def _size_counts(max_batch: Any, max_qo_tokens: Any, num_qo_heads: Any, head_dim: Any) -> Tuple[int, ...]:
+    """The sizing helpers' counts in the native types (C int, int64); the library judges
+    their values (negative counts, sizes past what a byte count holds)."""
+    return (_args.integer(max_batch, "max_batch"),
+            _args.integer(max_qo_tokens, "max_qo_tokens", _args.INT64_MIN, _args.INT64_MAX),
+            _args.integer(num_qo_heads, "num_qo_heads"), _args.integer(head_dim, "head_dim"))

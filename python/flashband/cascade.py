@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _C
+from . import _args
 from . import _frameworks as fw
 from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
@@ -14,9 +15,23 @@ from .prefill import BatchPrefillWithPagedKVCacheWrapper
 __all__ = ["merge_state", "merge_state_in_place", "merge_states", "MultiLevelCascadeAttentionWrapper"]
 
 
+def _check_states(values: Any, lses: Any, ndim: int = 3, writable: bool = False,
+                  optional: bool = False) -> None:
+    """(array, name) pairs: values [n, (states,) H, D] of a float dtype, LSEs one rank less."""
+    for group, rank, layout, dtypes in ((values, ndim, "[tokens, num_heads, head_dim]", _args.FLOAT_DTYPES),
+                                        (lses, ndim - 1, "[tokens, num_heads]", None)):
+        if ndim == 4:
+            layout = layout.replace("tokens, ", "tokens, num_states, ")
+        for x, name in group:
+            if not (optional and x is None):
+                _args.array(x, name, rank, layout, dtypes, writable)
+
+
 def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any, *, v_out: Any = None,
                 s_out: Any = None) -> Tuple[Any, Any]:
     """v [n, H, D], s [n, H] for two results over disjoint keys -> merged (v, s)."""
+    _check_states(((v_a, "v_a"), (v_b, "v_b")), ((s_a, "s_a"), (s_b, "s_b")))
+    _check_states(((v_out, "v_out"),), ((s_out, "s_out"),), writable=True, optional=True)
     if v_out is None:
         v_out = fw.empty(v_a, tuple(v_a.shape), fw.dtype_name(v_a))
     if s_out is None:
@@ -35,16 +50,21 @@ def merge_state_in_place(v: Any, s: Any, v_other: Any, s_other: Any, mask: Any =
     to merge) is refused: every row is merged."""
     if mask is not None:
         raise UnsupportedError("mask: a mask of rows to merge is not supported by flashband (allowed: None)")
+    _check_states(((v, "v"), (v_other, "v_other")), ((s, "s"), (s_other, "s_other")))
     fw.check_assignable(v, "v")
     fw.check_assignable(s, "s")
-    v_merged, s_merged = merge_state(v, s, v_other, s_other)
+    _args.disjoint({"v": v, "s": s})  # written one after the other: s would overwrite v
+    with _args.renamed({"v_a": "v", "s_a": "s", "v_b": "v_other", "s_b": "s_other"}):
+        v_merged, s_merged = merge_state(v, s, v_other, s_other)
     fw.assign(v, v_merged)
     fw.assign(s, s_merged)
 
 
 def merge_states(v: Any, s: Any, *, v_out: Any = None, s_out: Any = None) -> Tuple[Any, Any]:
     """v [n, num_states, H, D], s [n, num_states, H] -> merged v [n, H, D], s [n, H]."""
-    n, _, heads, dim = (int(x) for x in v.shape) if len(v.shape) == 4 else (0, 0, 0, 0)
+    _check_states(((v, "v"),), ((s, "s"),), ndim=4)
+    _check_states(((v_out, "v_out"),), ((s_out, "s_out"),), writable=True, optional=True)
+    n, _, heads, dim = (int(x) for x in v.shape)
     if v_out is None:
         v_out = fw.empty(v, (n, heads, dim), fw.dtype_name(v))
     if s_out is None:
@@ -105,9 +125,7 @@ class MultiLevelCascadeAttentionWrapper:
                  paged_kv_indices_buf_arr: Optional[Sequence[Any]] = None,
                  paged_kv_last_page_len_buf_arr: Optional[Sequence[Any]] = None, *,
                  backend: str = "auto") -> None:
-        levels = int(num_levels)
-        if levels < 1:
-            raise InvalidArgumentError(f"num_levels: got {num_levels}, allowed: >= 1")
+        levels = _args.integer(num_levels, "num_levels", lo=1, hi=None)
         buffers = [_per_level(b, name, levels) for b, name in (
             (qo_indptr_buf_arr, "qo_indptr_buf_arr"), (paged_kv_indptr_buf_arr, "paged_kv_indptr_buf_arr"),
             (paged_kv_indices_buf_arr, "paged_kv_indices_buf_arr"),
@@ -145,7 +163,8 @@ class MultiLevelCascadeAttentionWrapper:
         the wrapper unplanned (some levels may hold the new plan): run() raises until a
         plan() succeeds."""
         levels = len(self._levels)
-        if window_left >= 0 and levels > 1:
+        page_size = _args.integer(page_size, "page_size")
+        if _args.window_left(window_left) >= 0 and levels > 1:
             raise UnsupportedError(
                 f"window_left: {window_left} over {levels} cascade levels: each level would align "
                 "the window to its own keys, not the request's; use one level (a paged prefill)")
@@ -193,10 +212,19 @@ class MultiLevelCascadeAttentionWrapper:
         return_lse; out/lse given are written in place."""
         if not self._planned:
             raise InvalidArgumentError("run: plan() has not been called, or the last plan() failed")
-        out, lse = self._levels[-1].run(q, paged_kv_cache, out=out, lse=lse, return_lse=True)
+        # The caller's out/lse are written last, by the last level's run and the merges, once
+        # every prefix level has run (into arrays of its own) and both are known writable: a
+        # level that raises leaves them as they were.
+        for x, name in ((out, "out"), (lse, "lse")):
+            if x is not None:
+                fw.check_assignable(_args.array(x, name, writable=True), name)
+        prefix = None
         for wrapper in self._levels[:-1]:
-            out_level, lse_level = wrapper.run(q, paged_kv_cache, return_lse=True)
-            merge_state_in_place(out, lse, out_level, lse_level)
+            level = wrapper.run(q, paged_kv_cache, return_lse=True)
+            prefix = level if prefix is None else merge_state(*prefix, *level)
+        out, lse = self._levels[-1].run(q, paged_kv_cache, out=out, lse=lse, return_lse=True)
+        if prefix is not None:
+            merge_state_in_place(out, lse, *prefix)
         return (out, lse) if return_lse else out
 
     forward = run

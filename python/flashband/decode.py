@@ -3,16 +3,16 @@ names and arguments). Decode is prefill with qo_len = 1 and gives the same resul
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _C
+from . import _args
 from . import _frameworks as fw
 from ._common import refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
-from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
+from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
 
 __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
@@ -39,8 +39,7 @@ def single_decode_with_kv_cache(
     del use_tensor_cores  # a kernel-choice hint: the backend picks its decode kernel
     refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
                        q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
-    if len(q.shape) != 2:
-        raise InvalidArgumentError(f"q: decode expects [num_qo_heads, head_dim], got {tuple(q.shape)}")
+    _args.array(q, "q", 2, "[num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
     result = single_prefill_with_kv_cache(
         q[None], k, v, kv_layout=kv_layout, window_left=window_left,
         logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, return_lse=return_lse,
@@ -60,31 +59,17 @@ def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tupl
     return ("float16" if q_data_type is None else q_data_type), kv_data_type
 
 
-def _in_decode_names(e: Exception) -> Exception:
-    """An error of the paged prefill plan that serves q_len_per_req > 1, naming the decode
-    wrapper's argument instead of the prefill's where it starts with one."""
-    message = str(e)
-    rows = "but the plan's qo_indptr ends at "
-    if isinstance(e, FlashbandError) and message.startswith("q: ") and rows in message:
-        return type(e)(message.replace(rows, "but batch x q_len_per_req is "))
-    for prefill_name, decode_name in (("paged_kv_last_page_len:", "last_page_len:"),
-                                      ("paged_kv_indptr:", "indptr:"), ("paged_kv_indices:", "indices:")):
-        if isinstance(e, FlashbandError) and message.startswith(prefill_name):
-            return type(e)(decode_name + message[len(prefill_name):])
-    return e
+# The library's paged plan names its arrays as the paged prefill does; the decode wrapper's
+# caller gave them under FlashInfer's decode names (and, with q_len_per_req > 1, no qo_indptr).
+_DECODE_NAMES = {"paged_kv_last_page_len": "last_page_len", "paged_kv_indptr": "indptr",
+                 "paged_kv_indices": "indices"}
+_CHUNK_NAMES = dict(_DECODE_NAMES, qo_indptr="q (batch x q_len_per_req rows), qo_indptr")
+_CHUNK_NAMES["the plan's qo_indptr ends at"] = "batch x q_len_per_req is"  # q's rows (bind.cpp)
 
 
-@contextlib.contextmanager
-def _decode_names(active: bool) -> Iterator[None]:
-    """Re-raises errors of the paged prefill behind q_len_per_req > 1 (active) in the decode
-    wrapper's argument names (_in_decode_names)."""
-    try:
-        yield
-    except FlashbandError as e:
-        renamed = _in_decode_names(e) if active else e
-        if renamed is e:
-            raise
-        raise renamed.with_traceback(e.__traceback__) from None
+def _decode_names(chunks: bool):
+    """Re-raises the native plan's and run's errors in the decode wrapper's argument names."""
+    return _args.renamed(_CHUNK_NAMES if chunks else _DECODE_NAMES)
 
 
 class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
@@ -152,9 +137,9 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                            window_right=window_right, fixed_split_size=fixed_split_size,
                            seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        q_len = int(q_len_per_req)
-        if q_len < 1:
-            raise InvalidArgumentError(f"q_len_per_req: got {q_len_per_req}, allowed: >= 1")
+        q_len = _args.integer(q_len_per_req, "q_len_per_req", lo=1)
+        num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
+        page_size = _args.integer(page_size, "page_size")
         if self._use_cuda_graph and self._q_len_per_req not in (None, q_len):
             raise InvalidArgumentError(
                 f"q_len_per_req: got {q_len}, but this use_cuda_graph wrapper was planned with "
@@ -162,6 +147,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
         host_indptr = fw.host_int32(indptr, "indptr")
+        batch = max(len(host_indptr) - 1, 0)
+        if batch * q_len > _args.INT32_MAX:
+            raise InvalidArgumentError(
+                f"q_len_per_req: got {q_len}; with {batch} requests q would have {batch * q_len} rows, "
+                f"past {_args.INT32_MAX} (2^31 - 1)")
         host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
         pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
                  _num_pages(num_pages, host_indices, self._cache_pages))
@@ -179,8 +169,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         if q_len == 1:
             args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr)
         else:
-            batch = max(len(host_indptr) - 1, 0)
-            qo_indptr = (np.arange(batch + 1, dtype=np.int32) * q_len).astype(np.int32)
+            qo_indptr = (np.arange(batch + 1, dtype=np.int64) * q_len).astype(np.int32)
             args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
             semantics["causal"] = True
         with _decode_names(q_len > 1):
@@ -207,7 +196,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf)
-        if q_len_per_req is not None and int(q_len_per_req) != (self._q_len_per_req or 1):
+        if q_len_per_req is not None and _args.integer(q_len_per_req, "q_len_per_req", lo=None, hi=None) != (self._q_len_per_req or 1):
             raise UnsupportedError(
                 f"q_len_per_req: run() got {q_len_per_req}, the plan's is {self._q_len_per_req or 1}; "
                 "plan() again to change it")

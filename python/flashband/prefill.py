@@ -14,6 +14,7 @@ from typing import Any, Optional, Tuple, Union
 import numpy as np
 
 from . import _C
+from . import _args
 from . import _frameworks as fw
 from ._common import make_options, outputs, record, refuse_unsupported
 from ._wrapper import BatchWrapperBase, plan_sizes
@@ -64,6 +65,7 @@ def single_prefill_with_kv_cache(
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
                        scale_k=scale_k, scale_v=scale_v)
+    _check_qkv(q, k, v)
     if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
         raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
                                "flashband writes outputs in q's dtype")
@@ -83,6 +85,14 @@ def single_prefill_with_kv_cache(
     with fw.device_guard(q):
         record(_C.single_prefill(n(q), n(k), n(v), n(out), n(lse), opts, n(workspace)))
     return (out, lse) if return_lse else out
+
+
+def _check_qkv(q: Any, k: Any, v: Any) -> None:
+    """q [tokens, Hq, D], k and v of rank 3 (either layout), all of a float dtype."""
+    _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
+    for x, name in ((k, "k"), (v, "v")):
+        _args.array(x, name, 3, "[kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len, head_dim] (HND)",
+                    _args.FLOAT_DTYPES)
 
 
 def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, **kwargs: Any) -> Tuple[Any, Any]:
@@ -148,6 +158,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                            max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
@@ -169,6 +180,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         refuse_unsupported(sinks=sinks, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                            o_scale=o_scale)
         self._check_run_window(window_left)
+        _check_qkv(q, k, v)
         n = fw.native
         return self._run(q, out, lse, return_lse,
                          lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l),
@@ -253,6 +265,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                            max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
+        page_size = _args.integer(page_size, "page_size")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         indices = fw.host_int32(_used_indices(paged_kv_indices, indptr), "paged_kv_indices")
@@ -318,9 +332,7 @@ def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> 
         # gets. (No huge sentinel: cudnn declares its page container by it.)
         fits = int(indices.max()) + 1 if len(indices) else 0
         return cache_pages if cache_pages >= fits else fits
-    if num_pages < 0:
-        raise InvalidArgumentError(f"num_pages: got {num_pages}, allowed: >= 0")
-    return int(num_pages)
+    return _args.integer(num_pages, "num_pages", lo=0)
 
 
 def _page_of_one(x: Any, kv_layout: str, rank: int) -> Any:
@@ -341,10 +353,13 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
         if len(paged_kv_cache) != 2:
             raise InvalidArgumentError(
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
+        for x, name in zip(paged_kv_cache, ("paged_kv_cache[0] (k)", "paged_kv_cache[1] (v)")):
+            _args.array(x, name, dtypes=_args.FLOAT_DTYPES)
         k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
         return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l),
                                                 stream=fw.current_stream(q))
+    _args.array(paged_kv_cache, "paged_kv_cache", dtypes=_args.FLOAT_DTYPES)
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
     wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
     return lambda o, l: wrapper._native.run_stacked(n(q), n(cache), n(o), n(l),

@@ -4,6 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include "api/validate.h"
 #include "bind.h"
 #include "convert.h"
 
@@ -13,14 +14,16 @@ void bind_options(nb::module_& m) {
   nb::class_<Options>(m, "Options")
       .def(
           "__init__",
-          [](Options* self, bool causal, int window_left, std::optional<float> logits_soft_cap,
-             std::optional<float> sm_scale, bool return_lse, const std::string& kv_layout,
+          [](Options* self, bool causal, int window_left, std::optional<double> logits_soft_cap,
+             std::optional<double> sm_scale, bool return_lse, const std::string& kv_layout,
              const std::string& backend, std::uintptr_t stream, bool cuda_graph, bool disable_split_kv) {
             Options o;
             o.causal = causal;
             o.window_left = window_left;
-            o.logits_soft_cap = logits_soft_cap.value_or(0.0f);  // FlashInfer: None is off
-            o.sm_scale = sm_scale;
+            // Taken in double and narrowed here, so that a value float32 cannot hold is
+            // refused by name instead of silently becoming 0 (off) or inf.
+            o.logits_soft_cap = validate::float_param("logits_soft_cap", logits_soft_cap.value_or(0.0));  // None: off
+            if (sm_scale) o.sm_scale = validate::float_param("sm_scale", *sm_scale);
             o.return_lse = return_lse;
             o.kv_layout = parse_kv_layout(kv_layout);
             o.backend = parse_backend(backend.c_str());
@@ -36,8 +39,14 @@ void bind_options(nb::module_& m) {
           nb::arg("disable_split_kv") = false)
       .def_rw("causal", &Options::causal)
       .def_rw("window_left", &Options::window_left)
-      .def_rw("logits_soft_cap", &Options::logits_soft_cap)
-      .def_rw("sm_scale", &Options::sm_scale)
+      .def_prop_rw(
+          "logits_soft_cap", [](const Options& o) { return o.logits_soft_cap; },
+          [](Options& o, double v) { o.logits_soft_cap = validate::float_param("logits_soft_cap", v); })
+      .def_prop_rw(
+          "sm_scale", [](const Options& o) { return o.sm_scale; },
+          [](Options& o, std::optional<double> v) {
+            o.sm_scale = v ? std::optional<float>(validate::float_param("sm_scale", *v)) : std::nullopt;
+          })
       .def_rw("return_lse", &Options::return_lse)
       .def_rw("cuda_graph", &Options::cuda_graph)
       .def_rw("disable_split_kv", &Options::disable_split_kv)

@@ -19,3 +19,12 @@ def pytest_generate_tests(metafunc):
         for dtype in env.dtypes:
             params.append(pytest.param(env, dtype, id=f"{p.id}-{dtype}", marks=p.marks))
     metafunc.parametrize("env,dtype", params)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many cases the property tests ran (test_fuzz_bad_input.py), when they ran."""
+    from _fuzz_stats import summary
+
+    line = summary()
+    if line:
+        terminalreporter.write_line(line)

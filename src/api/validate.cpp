@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,21 @@ void options(const Options& o) {
     fail("logits_soft_cap: got inf, allowed: 0 (off) or a finite value > 0");
   if (o.sm_scale && !(std::isfinite(*o.sm_scale) && *o.sm_scale > 0.0f))
     fail("sm_scale: got " + std::to_string(*o.sm_scale) + ", allowed: a finite value > 0");
+}
+
+float float_param(const char* name, double value) {
+  const float f = static_cast<float>(value);
+  if (std::isfinite(value) && value != 0.0 && (f == 0.0f || std::isinf(f))) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%.17g", value);
+    fail(std::string(name) + ": got " + shown + ", which is " + (f == 0.0f ? "0" : "infinite") +
+         " in float32 (the precision the kernels use); allowed: a value whose float32 is finite and nonzero");
+  }
+  return f;
+}
+
+void count_at_least(const char* name, int64_t value, int64_t min) {
+  if (value < min) fail(std::string(name) + ": got " + str(value) + ", allowed: >= " + str(min));
 }
 
 void heads(int hq, int hk, int d) {

@@ -17,6 +17,13 @@ struct Arg {
 };
 
 void options(const Options& opts);
+// A float parameter (logits_soft_cap, sm_scale) given in double, as the float the kernels
+// take: a nonzero finite value that rounds to 0 or to infinity there is refused by name (a
+// cap of 1e-50 would otherwise turn the cap off). NaN, 0, negatives and infinities pass
+// through unchanged for options() to judge.
+float float_param(const char* name, double value);
+// A size count of the workspace helpers: refused by name when below `min`.
+void count_at_least(const char* name, int64_t value, int64_t min);
 void heads(int num_qo_heads, int num_kv_heads, int head_dim);
 void dims(const Arg& a, int ndim, const char* layout);                 // "[tokens, Hq, D]"
 void dim_equals(const Arg& a, int dim, int64_t want, const char* what);  // what: "head_dim (from q)"

@@ -2,6 +2,9 @@
 // caller's workspace, so one buffer serves whichever backend `auto` picks.
 #include <algorithm>
 
+#include <string>
+
+#include "api/validate.h"
 #include "flashband/attention.h"
 #include "flashband/config.h"
 #if FLASHBAND_WITH_SM80
@@ -20,6 +23,41 @@ namespace {
 // cuDNN's own scratch is known only once a graph is built; its fp16/bf16 SDPA forward
 // engines have needed none so far, this leaves room for ones that do.
 constexpr std::size_t kCudnnGraphSlack = std::size_t{16} << 20;
+
+// The largest factors the backends' size formulas apply to these counts (sm80 splits a row
+// up to 64 ways, a partial row holds head_dim + 1 floats, a work item is 16 bytes, cuDNN's
+// page tables hold 2 x 2 entries per request page): sizes whose every such product stays
+// under kMaxBytes are computed without overflow by each backend's formula.
+constexpr int64_t kMaxBytes = int64_t{1} << 62;
+constexpr int64_t kRowFactor = 64 * 4;     // splits x float
+constexpr int64_t kPageFactor = 2 * 2 * 4; // width 2 x pages, 2 tables, int32
+
+bool product_fits(std::initializer_list<int64_t> factors) {
+  int64_t p = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(p, f, &p) || p > kMaxBytes) return false;
+  return true;
+}
+
+// Refuses negative counts and sizes past what a byte count can hold, naming them, on every
+// device (a cpu answer of 0 must not hide a call that a GPU build refuses).
+void check_counts(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim, int64_t max_page_indices,
+                  int64_t max_request_pages) {
+  validate::count_at_least("max_batch", max_batch, 0);
+  validate::count_at_least("max_qo_tokens", max_qo_tokens, 0);
+  validate::count_at_least("num_qo_heads", num_qo_heads, 0);
+  validate::count_at_least("head_dim", head_dim, 0);
+  validate::count_at_least("max_page_indices", max_page_indices, 0);
+  validate::count_at_least("max_request_pages", max_request_pages, -1);
+  const auto too_large = [](const std::string& what) {
+    throw Error(ErrorCode::kInvalidArgument, what + ": the workspace for these sizes exceeds 2^62 bytes");
+  };
+  if (!product_fits({max_qo_tokens + max_batch, num_qo_heads, int64_t{head_dim} + 1, kRowFactor}))
+    too_large("max_qo_tokens x num_qo_heads x head_dim: " + std::to_string(max_qo_tokens) + " x " +
+              std::to_string(num_qo_heads) + " x " + std::to_string(head_dim));
+  if (!product_fits({int64_t{max_batch} + 1, max_page_indices + 1, kPageFactor}))
+    too_large("max_batch x max_page_indices: " + std::to_string(max_batch) + " x " + std::to_string(max_page_indices));
+}
 }  // namespace
 
 // Parameters a build without some backend does not read.
@@ -27,6 +65,7 @@ constexpr std::size_t kCudnnGraphSlack = std::size_t{16} << 20;
 
 std::size_t batch_workspace_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
                                   FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices) {
+  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, -1);
   if (device == Device::kCPU) return 0;  // the cpu backend reads the plan's host arrays
   std::size_t bytes = 0;
 #if FLASHBAND_WITH_SM80
@@ -47,6 +86,7 @@ std::size_t batch_workspace_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_q
 std::size_t batch_plan_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
                              FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices,
                              FB_MAYBE int64_t max_request_pages) {
+  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, max_request_pages);
   if (device == Device::kCPU) return 0;
   std::size_t bytes = 0;
 #if FLASHBAND_WITH_SM80

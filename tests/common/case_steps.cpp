@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/mask.h"
 #include "dtype_values.h"
 #include "oracle.h"
 #include "parallel_tasks.h"
@@ -55,6 +56,37 @@ Options case_options(const Case& c) {
   o.kv_layout = c.layout;
   o.backend = c.backend;
   return o;
+}
+
+ProblemDesc problem_of(const Case& c) {
+  ProblemDesc d;
+  switch (c.entry) {
+    case EntryPoint::kSingle: d.op = Op::kSinglePrefill; break;
+    case EntryPoint::kRagged: d.op = Op::kRaggedPrefill; break;
+    case EntryPoint::kPaged: d.op = Op::kPagedPrefill; break;
+    case EntryPoint::kDecode: d.op = Op::kPagedDecode; break;
+  }
+  d.dtype = c.dtype;
+  d.device = c.device;
+  d.head_dim = c.head_dim;
+  d.num_qo_heads = c.num_qo_heads;
+  d.num_kv_heads = c.num_kv_heads;
+  d.causal = c.causal;
+  int max_kv = 0;
+  for (int k : c.kv_lens) max_kv = std::max(max_kv, k);
+  d.window_left = core::normalize_window(c.window_left, max_kv);
+  d.max_kv_len = max_kv;
+  d.soft_cap = c.logits_soft_cap > 0.0f;
+  d.return_lse = c.return_lse;
+  d.kv_layout = c.layout;
+  d.page_size = (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode) ? c.page_size : 0;
+  for (std::size_t b = 0; b < c.kv_lens.size(); ++b) {
+    const int qo = c.entry == EntryPoint::kDecode ? 1 : c.qo_lens[b];
+    const int kv = c.kv_lens[b];
+    if (qo > 0 && (kv == 0 || (c.causal && qo > kv))) d.has_empty_rows = true;
+    if (qo > kv) d.qo_longer_than_kv = true;
+  }
+  return d;
 }
 
 std::vector<RequestData> make_case_data(const Case& c) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "case.h"
+#include "flashband/capability.h"
 
 namespace flashband::testing {
 
@@ -17,6 +18,8 @@ std::vector<int> case_qo_lens(const Case& c);
 double case_sm_scale(const Case& c);
 // The Options a case passes to flashband.
 Options case_options(const Case& c);
+// The problem description selection sees for a case (window normalised like plan()).
+ProblemDesc problem_of(const Case& c);
 
 // One request's inputs in the oracle's layout, already rounded to the case's dtype:
 // q [qo_len, Hq, D], k and v [kv_len, Hk, D].

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "case.h"
+#include "case_steps.h"  // problem_of
 #include "flashband/capability.h"
 
 namespace flashband::testing {
@@ -16,9 +17,6 @@ std::vector<Backend> gpu_test_backends();
 
 // Empty when a CUDA device of compute capability >= 8.0 is present, else the reason.
 std::string cuda_unavailable_reason();
-
-// The problem description selection sees for a case (window normalised like plan()).
-ProblemDesc problem_of(const Case& c);
 
 // A case on a backend: device kCUDA, the backend set.
 Case on_backend(Case c, Backend b);

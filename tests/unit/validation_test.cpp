@@ -398,5 +398,27 @@ TEST(Validation, OutputsOverlapNeitherInputsNorThemselves) {
   EXPECT_NO_THROW(merge_state(tv(va.data()), ts(sa.data()), tv(vb.data()), ts(sb.data()), transposed, ts(so.data())));
 }
 
+// Float parameters are judged as the float32 the kernels take: a positive value that rounds
+// to 0 there would turn the soft cap off (accepted and ignored), one that rounds to inf
+// would scale every logit to inf (issue 63).
+TEST(Validation, FloatParametersAreJudgedInFloat32) {
+  for (double tiny : {1e-300, 1e-50, -1e-50}) {
+    try {
+      validate::float_param("logits_soft_cap", tiny);
+      ADD_FAILURE() << tiny << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("logits_soft_cap: got"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(validate::float_param("sm_scale", 1e300), Error);
+  EXPECT_THROW(validate::float_param("sm_scale", 1e-46), Error);
+  EXPECT_EQ(validate::float_param("logits_soft_cap", 0.0), 0.0f);   // off
+  EXPECT_EQ(validate::float_param("logits_soft_cap", 30.0), 30.0f);
+  EXPECT_EQ(validate::float_param("sm_scale", 1e-40), static_cast<float>(1e-40));  // subnormal, nonzero
+  EXPECT_TRUE(std::isnan(validate::float_param("sm_scale", std::nan(""))));  // left to options()
+  EXPECT_TRUE(std::isinf(validate::float_param("sm_scale", INFINITY)));
+}
+
 }  // namespace
 }  // namespace flashband

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <string>
 
+#include "api/validate.h"
+#include "cli/case_checks.h"
 #include "cli/commands.h"
 #include "dispatch/select.h"
 
@@ -38,6 +40,29 @@ KVLayout parse_layout(const std::string& s) {
   if (s == "NHD" || s == "nhd") return KVLayout::kNHD;
   if (s == "HND" || s == "hnd") return KVLayout::kHND;
   throw Error(ErrorCode::kInvalidArgument, "--layout: got '" + s + "', allowed: NHD, HND");
+}
+
+[[noreturn]] void bad_flag(const std::string& flag, const std::string& rest) {
+  throw Error(ErrorCode::kInvalidArgument, "--" + flag + ": " + rest);
+}
+
+// Lengths come from --X-len (one for every request) or --X-lens (a list).
+void check_lengths(const Args& a, const char* one, const char* list, const std::vector<int>& lens) {
+  const char* flag = a.given(list) ? list : one;
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    if (lens[i] < 0)
+      bad_flag(flag, "got " + std::to_string(lens[i]) + (a.given(list) ? " at entry " + std::to_string(i) : "") +
+                         ", allowed: >= 0");
+}
+
+// A float flag as the float32 the library takes, refused under the flag's name when it
+// rounds to 0 or infinity there.
+float float_flag(Args& a, const char* flag, const char* library_name) {
+  try {
+    return validate::float_param(library_name, a.real(flag, 0.0));
+  } catch (const Error& e) {
+    throw Error(e.code(), in_flag_names(e.what()));
+  }
 }
 
 }  // namespace
@@ -82,13 +107,20 @@ int cmd_run(Args& a) {
   if (!paged && (a.given("page-size") || a.given("stacked")))
     throw Error(ErrorCode::kInvalidArgument, "--page-size/--stacked: only for --entry paged or decode");
   const int batch = a.integer("batch", 1);
-  if (batch < 0) throw Error(ErrorCode::kInvalidArgument, "--batch: got " + std::to_string(batch) + ", allowed: >= 0");
+  if (batch < 1) bad_flag("batch", "got " + std::to_string(batch) + ", allowed: >= 1");
+  if (c.entry == testing::EntryPoint::kSingle && batch != 1)
+    bad_flag("batch", "got " + std::to_string(batch) + "; --entry single runs one request (use --entry ragged)");
   std::vector<int> qo = a.int_list("qo-lens"), kv = a.int_list("kv-lens");
   const int qo_len = a.integer("qo-len", 1024), kv_len = a.integer("kv-len", qo_len);
   if (qo.empty()) qo.assign(kv.empty() ? batch : kv.size(), decode ? 1 : qo_len);
   if (kv.empty()) kv = a.given("kv-len") || !a.given("qo-lens") ? std::vector<int>(qo.size(), kv_len) : qo;
   if (qo.size() != kv.size())
     throw Error(ErrorCode::kInvalidArgument, "--qo-lens and --kv-lens: lists of different lengths");
+  if (c.entry == testing::EntryPoint::kSingle && qo.size() != 1)
+    bad_flag(a.given("qo-lens") ? "qo-lens" : "kv-lens", "got " + std::to_string(qo.size()) +
+                                                           " lengths; --entry single runs one request");
+  if (!decode) check_lengths(a, "qo-len", "qo-lens", qo);
+  check_lengths(a, a.given("kv-len") || !a.given("qo-lens") ? "kv-len" : "qo-lens", "kv-lens", kv);
   c.qo_lens = qo;
   c.kv_lens = kv;
   c.num_qo_heads = a.integer("heads", 32);
@@ -97,8 +129,8 @@ int cmd_run(Args& a) {
   c.dtype = parse_dtype(a.str("dtype", "bf16"));
   c.causal = a.flag("causal");
   c.window_left = a.integer("window", -1);
-  c.logits_soft_cap = static_cast<float>(a.real("soft-cap", 0.0));
-  if (a.given("sm-scale")) c.sm_scale = static_cast<float>(a.real("sm-scale", 0.0));  // validated by flashband
+  c.logits_soft_cap = float_flag(a, "soft-cap", "logits_soft_cap");
+  if (a.given("sm-scale")) c.sm_scale = float_flag(a, "sm-scale", "sm_scale");
   c.return_lse = !a.flag("no-lse");
   c.layout = parse_layout(a.str("layout", "NHD"));
   c.page_size = a.integer("page-size", 16);
@@ -114,6 +146,7 @@ int cmd_run(Args& a) {
   if (cfg.timed_iters < 0 || warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--iters/--warmup: must be >= 0");
   const bool json = a.flag("json");
   a.finish();
+  check_case(c);  // before run_case allocates anything
 
   const auto r = testing::run_case(c, cfg);
   if (!json) print_result_header();
