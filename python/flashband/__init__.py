@@ -16,7 +16,7 @@ from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_wor
                          built_backends, caps, select_backend, support_matrix, supports)
 from .cascade import (MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place,
                       merge_states)
-from .decode import BatchDecodeWithPagedKVCacheWrapper, single_decode_with_kv_cache
+from .decode import BatchDecodeWithPagedKVCacheWrapper, fast_decode_plan, single_decode_with_kv_cache
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
 
@@ -39,6 +39,7 @@ __all__ = [
     "batch_workspace_bytes",
     "built_backends",
     "caps",
+    "fast_decode_plan",
     "last_run_info",
     "merge_state",
     "merge_state_in_place",

@@ -69,6 +69,7 @@ class _BatchWrapper:
     """What the three batch wrappers share (FlashInfer's aliases)."""
     @property
     def is_cuda_graph_enabled(self) -> bool: ...
+    def check(self) -> None: ...
     def begin_forward(self, *args: Any, **kwargs: Any) -> None: ...
     def run_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
     def forward_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
@@ -224,6 +225,18 @@ def merge_states(v: Array, s: Array, *, v_out: Optional[Array] = None,
                  s_out: Optional[Array] = None) -> Tuple[Array, Array]: ...
 def merge_state_in_place(v: Array, s: Array, v_other: Array, s_other: Array,
                          mask: None = None) -> None: ...
+
+
+def fast_decode_plan(self: BatchDecodeWithPagedKVCacheWrapper, indptr: Array, indices: Optional[Array],
+                     last_page_len: Array, num_qo_heads: int, num_kv_heads: int, head_dim: int,
+                     page_size: int, pos_encoding_mode: str = "NONE", window_left: int = -1,
+                     logits_soft_cap: Optional[float] = None, q_data_type: Optional[DTypeLike] = None,
+                     kv_data_type: Optional[DTypeLike] = None, data_type: Optional[DTypeLike] = None,
+                     sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                     rope_theta: Optional[float] = None, non_blocking: bool = True,
+                     fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+                     q_len_per_req: int = 1, global_override_indptr_cpu: Optional[Array] = None, *,
+                     num_pages: Optional[int] = None, return_lse: bool = False) -> None: ...
 
 class MultiLevelCascadeAttentionWrapper:
     def __init__(self, num_levels: int, float_workspace_buffer: Array, kv_layout: str = "NHD",

@@ -88,6 +88,8 @@ class BatchWrapperBase:
         self._index_room: dict = {}      # their lengths
         self._graph_batch: Optional[int] = None  # the batch size they fix under use_cuda_graph
         self._page_index_room = 0        # the page-index buffer's length: the arrays' capacity
+        self._page_index_buffer: Any = None  # FlashInfer's, under use_cuda_graph: the runs read it
+        self._device_indices: Any = None  # what the runs read page indices from (None: a copy)
         self.last_run_info = None
 
     def _take_index_buffers(self, given: dict, batch_from: Tuple[Tuple[str, int], ...],
@@ -117,6 +119,14 @@ class BatchWrapperBase:
         if batches:
             self._graph_batch = next(iter(batches.values()))
         self._page_index_room = self._index_room.get(page_indices, 0) if page_indices else 0
+        if (page_indices and page_indices in given and self._backend in ("auto", "sm80")
+                and fw.device_of(self._workspace)[0] == "cuda"):
+            # FlashInfer's kernels read this buffer at every replay, so an engine may rewrite
+            # the page table in place between replays; sm80's do too (PagedIndex::
+            # device_indices), which also keeps the page indices out of the int workspace.
+            # auto then takes sm80, the backend that reads them so; cudnn and sm90 copy them at
+            # plan time, and a wrapper asking for them keeps FlashInfer's older behaviour.
+            self._page_index_buffer = given[page_indices]
 
     def _check_index_buffers(self, arrays: dict, batch: int) -> None:
         if self._graph_batch is not None and batch != self._graph_batch:
@@ -136,6 +146,15 @@ class BatchWrapperBase:
     @property
     def is_cuda_graph_enabled(self) -> bool:
         return self._use_cuda_graph
+
+    def check(self) -> None:
+        """Raises (once) the first page index outside the cache that a run read from the
+        caller's page-index buffer (use_cuda_graph with paged_kv_indices_buffer: the runs read
+        it as it is then, and never dereference an index outside the cache); plan() and run()
+        raise it too. Never waits for the GPU: a run still in flight reports later."""
+        native_check = getattr(self._native, "check", None)
+        if native_check is not None:
+            native_check()
 
     def begin_forward(self, *args: Any, **kwargs: Any) -> None:
         """FlashInfer's older name of plan()."""
@@ -260,19 +279,23 @@ class BatchWrapperBase:
                 "plan() again to change the window")
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
-                 sizes: Tuple[int, ...], arrays: Optional[dict] = None) -> None:
-        """arrays: the plan's host index arrays by the name of the buffer they go to."""
-        arrays = arrays or {}
+                 sizes: Tuple[int, ...], arrays: Optional[dict] = None,
+                 device_indices: Any = None) -> None:
+        """arrays: the plan's host index arrays by the name of the buffer they go to;
+        device_indices: the device array the runs read page indices from (None: the plan
+        copies them)."""
+        arrays = {name: a for name, a in (arrays or {}).items() if a is not None}
         self._check_index_buffers(arrays, sizes[0])
-        previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes)
+        previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes,
+                    self._device_indices)
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
-        self._plan_sizes = sizes
+        self._plan_sizes, self._device_indices = sizes, device_indices
         try:
             self._plan_now(return_lse)
         except Exception as e:  # also an allocation that failed before the native plan
             if not _installed_anyway(e):  # the native object kept its previous plan
                 (self._plan_args, self._semantics, self._num_qo_heads,
-                 self._plan_sizes) = previous
+                 self._plan_sizes, self._device_indices) = previous
             else:
                 self._fill_index_buffers(arrays)
             raise
@@ -291,7 +314,10 @@ class BatchWrapperBase:
             return None  # the cpu backend keeps a plan's arrays on the host
         batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
         batch = max(batch, self._graph_batch or 0)
-        page_indices = max(page_indices, self._page_index_room)  # the buffer's capacity
+        if self._device_indices is not None:
+            page_indices = 0  # the runs read the caller's array: no copy in the workspace
+        else:
+            page_indices = max(page_indices, self._page_index_room)  # the buffer's capacity
         if self._backend in ("sm80", "sm90"):
             request_pages = 0  # cuDNN's page table (its term grows with the longest request)
         need = int(_C.batch_plan_bytes(batch, qo_tokens, self._num_qo_heads, head_dim, kind,
@@ -320,10 +346,12 @@ class BatchWrapperBase:
                             backend=self._backend, stream=fw.current_stream(self._workspace),
                             cuda_graph=self._use_cuda_graph, **self._semantics)
         plan_workspace = self._plan_workspace()
+        device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
         with fw.device_guard(self._workspace):
             try:
                 self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
-                                  None if plan_workspace is None else fw.native(plan_workspace))
+                                  None if plan_workspace is None else fw.native(plan_workspace),
+                                  **device)
             except FlashbandError as e:
                 if _installed_anyway(e):
                     self._keep(plan_workspace)

@@ -96,6 +96,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         self._use_tensor_cores = bool(use_tensor_cores)  # a hint: the backend chooses its kernels
         self._q_len_per_req: Optional[int] = None  # the last successful plan's
         self._native_chunks = False  # self._native is a BatchPrefillPaged (q_len_per_req > 1)
+        self._fast_plan_indices: Any = None  # set by fast_decode_plan for its plan() only
         self._take_index_buffers(
             dict(paged_kv_indptr_buffer=paged_kv_indptr_buffer,
                  paged_kv_indices_buffer=paged_kv_indices_buffer,
@@ -152,9 +153,17 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             raise InvalidArgumentError(
                 f"q_len_per_req: got {q_len}; with {batch} requests q would have {batch * q_len} rows, "
                 f"past {_args.INT32_MAX} (2^31 - 1)")
-        host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
+        # fast_decode_plan gives no host page indices: the runs read the device array it names.
+        device_indices = self._fast_plan_indices
+        if device_indices is None:
+            device_indices = self._page_index_buffer
+            host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
+            cache_pages = _num_pages(num_pages, host_indices, self._cache_pages)
+        else:
+            host_indices = None
+            cache_pages = self._cache_pages if num_pages is None else _num_pages(num_pages, [])
         pages = (host_indptr, host_indices, fw.host_int32(last_page_len, "last_page_len"), page_size,
-                 _num_pages(num_pages, host_indices, self._cache_pages))
+                 cache_pages)
         semantics = dict(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                          disable_split_kv=disable_split_kv)
         buffers = dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
@@ -174,7 +183,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             semantics["causal"] = True
         with _decode_names(q_len > 1):
             try:
-                self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers)
+                self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers,
+                              device_indices)
             except Exception as e:
                 if self._native is not previous and not _installed_anyway(e):
                     self._native, self._native_chunks = previous, previous_chunks
@@ -219,3 +229,52 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                                    v_scale=v_scale)
         return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                         return_lse=return_lse)
+
+
+def fast_decode_plan(self: BatchDecodeWithPagedKVCacheWrapper, indptr: Any, indices: Any,
+                     last_page_len: Any, num_qo_heads: int, num_kv_heads: int, head_dim: int,
+                     page_size: int, pos_encoding_mode: str = "NONE", window_left: int = -1,
+                     logits_soft_cap: Optional[float] = None, q_data_type: Any = None,
+                     kv_data_type: Any = None, data_type: Any = None,
+                     sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                     rope_theta: Optional[float] = None, non_blocking: bool = True,
+                     fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
+                     q_len_per_req: int = 1, global_override_indptr_cpu: Any = None, *,
+                     num_pages: Optional[int] = None, return_lse: bool = False) -> None:
+    """FlashInfer's fast_decode_plan (engines patch it in as the decode wrapper's plan for
+    their CUDA-graph decode steps), with its meaning: the page indices are never read on
+    the host. Under use_cuda_graph the engine has written them into the wrapper's
+    paged_kv_indices_buffer, which the runs read as it is when they run (only its length is
+    checked against `indices`); without it the runs read `indices`, a device array, itself.
+    The plan needs indptr and last_page_len on the host (global_override_indptr_cpu spares
+    the device-to-host copy of indptr, as in FlashInfer). Only backends that read page
+    indices at run time serve it (sm80; auto takes it)."""
+    host_indptr = fw.host_int32(indptr if global_override_indptr_cpu is None else global_override_indptr_cpu,
+                                "indptr")
+    used = int(host_indptr[-1]) if len(host_indptr) else 0
+    if self._use_cuda_graph:
+        device = self._page_index_buffer
+        if device is None:
+            raise UnsupportedError(
+                "fast_decode_plan: under use_cuda_graph the wrapper needs paged_kv_indices_buffer, and a "
+                "backend that reads it at run time (sm80 or auto): it holds the page table the runs read")
+        if indices is not None and len(indices) > len(device):
+            raise InvalidArgumentError(
+                f"indices: has {len(indices)} entries, more than paged_kv_indices_buffer's {len(device)}")
+    else:
+        if indices is None or fw.device_of(indices)[0] != "cuda":
+            raise InvalidArgumentError("indices: fast_decode_plan without use_cuda_graph reads the page "
+                                       "indices on the device; give a CUDA array")
+        device = indices[:used] if len(indices) > used else indices
+    self._fast_plan_indices = device
+    try:
+        self.plan(host_indptr, None, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+                  window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                  q_data_type=q_data_type, kv_data_type=kv_data_type, data_type=data_type,
+                  return_lse=return_lse, num_pages=num_pages, pos_encoding_mode=pos_encoding_mode,
+                  rope_scale=rope_scale, rope_theta=rope_theta, non_blocking=non_blocking,
+                  q_len_per_req=q_len_per_req, fixed_split_size=fixed_split_size,
+                  disable_split_kv=disable_split_kv)
+    finally:
+        self._fast_plan_indices = None
+

@@ -279,7 +279,8 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                       return_lse, num_qo_heads,
                       plan_sizes(qo, head_dim_qk, indptr),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
-                           paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last))
+                           paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
+                      self._page_index_buffer)
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,

@@ -143,3 +143,26 @@ def test_disable_split_kv(env, dtype):
         split = plan_decode(env, batch, paged, dtype, "NHD")
         split.run(q, kv)
         assert split.last_run_info.num_kv_splits > 1  # the test would see a split otherwise
+
+
+def test_fast_decode_plan_needs_device_page_indices():
+    """fast_decode_plan never reads page indices on the host: under use_cuda_graph it needs a
+    page-index buffer that the runs read (sm80's kernels; not on the cpu backend), and
+    without it a CUDA array of indices. Host-only wrappers refuse it by name; check() of a
+    wrapper whose runs read no device indices does nothing."""
+    rng, batch = make(36)
+    paged = Paged(rng, batch, 16)
+    ws = np.empty(1 << 20, np.uint8)
+    n = batch.batch
+    bufs = [np.zeros(n + 1, np.int32), np.zeros(len(paged.indices) + 8, np.int32), np.zeros(n, np.int32)]
+    graph = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", True, False, *bufs, backend="cpu")
+    with pytest.raises(flashband.UnsupportedError, match="fast_decode_plan: under use_cuda_graph"):
+        flashband.fast_decode_plan(graph, paged.indptr, paged.indices, paged.last_page_len,
+                                   batch.hq, batch.hk, batch.d, 16, q_data_type="float32")
+    eager = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend="cpu")
+    with pytest.raises(flashband.InvalidArgumentError, match="indices: fast_decode_plan without use_cuda_graph"):
+        flashband.fast_decode_plan(eager, paged.indptr, paged.indices, paged.last_page_len,
+                                   batch.hq, batch.hk, batch.d, 16, q_data_type="float32")
+    eager.plan(paged.indptr, paged.indices, paged.last_page_len, batch.hq, batch.hk, batch.d, 16,
+               q_data_type="float32")
+    eager.check()
