@@ -213,8 +213,9 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode
     than it), so every replay computes that step's problem, also past many 64-entry steps
     of the page-index array, with split-KV (batch 1) and as requests outgrow the window.
     "index buffers": vLLM's pattern, FlashInfer's index buffers given to the constructor;
-    plan() writes them, and the page-index buffer's capacity (past the 8 MB the wrapper
-    would allocate) sizes the int workspace once, so it is never replaced. "one buffer":
+    plan() writes them, and the runs read the page indices from the caller's buffer, so the
+    int workspace holds no copy of them (it stays far below the buffer's 12 MB) and is never
+    replaced as the cache grows. "one buffer":
     arrays and split-KV partials share the float workspace (the partials at its end)."""
     buffers = mode == "index buffers"
     require("sm80", "paged_decode", page_size=page_size)
@@ -253,7 +254,7 @@ def test_sm80_cuda_graph_replays_as_the_cache_grows(page_size, window_left, mode
         splits = w.last_run_info.num_kv_splits
         arrays = w._plan_buffer
         if buffers:
-            assert arrays.numel() >= flashband.batch_plan_bytes(n, n, 8, 128, "cuda", 3 << 20, 0)
+            assert arrays.numel() < flashband.batch_plan_bytes(n, n, 8, 128, "cuda", 3 << 20, 0)
         replay_steps(graph, stream, plan_step, steps, out,
                      lambda lens: reference(final, lens, window_left))
         assert w._plan_buffer is arrays
