@@ -48,9 +48,8 @@ else()
     set(FB_CUDNN_WHY "FLASHBAND_WITH_CUDNN=OFF")
   else()
     find_library(FLASHBAND_CUDNN_LIB cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-    find_path(FLASHBAND_CUDNN_INCLUDE cudnn_version.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-    if(NOT FLASHBAND_CUDNN_LIB OR NOT FLASHBAND_CUDNN_INCLUDE)
-      set(FB_CUDNN_WHY "libcudnn or cudnn_version.h not found (install cuDNN 9; FLASHBAND_WITH_CUDNN=ON makes this an error)")
+    if(NOT FLASHBAND_CUDNN_LIB)
+      set(FB_CUDNN_WHY "libcudnn not found (install cuDNN 9 or pass -DFLASHBAND_CUDNN_LIB=<path>; FLASHBAND_WITH_CUDNN=ON makes this an error)")
       if(FLASHBAND_WITH_CUDNN STREQUAL "ON")
         message(FATAL_ERROR "FLASHBAND_WITH_CUDNN=ON but ${FB_CUDNN_WHY}")
       endif()
@@ -61,10 +60,17 @@ else()
         "or build without cudnn: -DFLASHBAND_WITH_CUDNN=OFF (pip: FLASHBAND_WITH_CUDNN=OFF).")
     else()
       set(FB_CUDNN 1)
-      file(STRINGS "${FLASHBAND_CUDNN_INCLUDE}/cudnn_version.h" _fb_cudnn_defs
-           REGEX "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
-      string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*CUDNN_MINOR ([0-9]+).*CUDNN_PATCHLEVEL ([0-9]+).*"
-             "\\1.\\2.\\3" FLASHBAND_CUDNN_VERSION "${_fb_cudnn_defs}")
+      # The version for build_info(), from the headers beside the library or the toolkit's.
+      get_filename_component(_fb_cudnn_root "${FLASHBAND_CUDNN_LIB}" DIRECTORY)
+      find_path(FLASHBAND_CUDNN_INCLUDE cudnn_version.h
+        HINTS "${_fb_cudnn_root}/../include" ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+      set(FLASHBAND_CUDNN_VERSION "unknown")
+      if(FLASHBAND_CUDNN_INCLUDE)
+        file(STRINGS "${FLASHBAND_CUDNN_INCLUDE}/cudnn_version.h" _fb_cudnn_defs
+             REGEX "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
+        string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*CUDNN_MINOR ([0-9]+).*CUDNN_PATCHLEVEL ([0-9]+).*"
+               "\\1.\\2.\\3" FLASHBAND_CUDNN_VERSION "${_fb_cudnn_defs}")
+      endif()
     endif()
   endif()
 endif()

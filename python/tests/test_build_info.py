@@ -20,9 +20,9 @@ def test_build_info_matches_the_built_backends():
     assert (info["cuda"] is not None) == ("sm80" in info["backends"])
     assert (info["cudnn"] is not None) == ("cudnn" in info["backends"])
     assert (info["cuda_archs"] is not None) == ("sm80" in info["backends"])
-    for key in ("cuda", "cudnn"):
+    for key in ("cuda", "cudnn"):  # "unknown": cuDNN found without its version header
         if info[key] is not None:
-            assert info[key].split(".")[0].isdigit(), info
+            assert info[key].split(".")[0].isdigit() or info[key] == "unknown", info
 
 
 @pytest.mark.parametrize("built,gpus,named", [
