@@ -49,7 +49,10 @@ expect_error() {  # package-named-in-the-error, extra CMake args
   if out="$(configure "$@")"; then
     echo "$out" >&2; echo "new-user check: configure without $package succeeded" >&2; exit 1
   fi
-  grep -q "CMake Error" <<<"$out" && grep -q "$package" <<<"$(tr -s ' \n' ' ' <<<"$out")" \
+  # The error itself (from "CMake Error" to its call stack), joined across CMake's line wraps.
+  local error
+  error="$(sed -n '/CMake Error/,/Call Stack/p' <<<"$out" | tr -s ' \n' ' ')"
+  grep -q "$package" <<<"$error" \
     || { echo "$out" >&2; echo "new-user check: the configure error does not name $package" >&2; exit 1; }
   echo "new-user check: CUDA configure without $package fails naming it"
 }
