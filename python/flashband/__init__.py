@@ -11,6 +11,7 @@ are never copied; errors are ``flashband.FlashbandError`` subclasses (see flashb
 from .errors import (CudaError, FlashbandError, InternalError, InvalidArgumentError,
                      NotBuiltError, UnsupportedError)
 from . import _C
+from ._build import build_info, warn_missing_backends as _warn_missing_backends
 from ._common import last_run_info
 from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_workspace_bytes,
                          built_backends, caps, select_backend, support_matrix, supports)
@@ -37,6 +38,7 @@ __all__ = [
     "UnsupportedError",
     "batch_plan_bytes",
     "batch_workspace_bytes",
+    "build_info",
     "built_backends",
     "caps",
     "fast_decode_plan",
@@ -51,3 +53,6 @@ __all__ = [
     "support_matrix",
     "supports",
 ]
+
+# A wheel built without a backend this machine's GPU could run says so, once.
+_warn_missing_backends()

@@ -104,6 +104,9 @@ void bind_capability(nb::module_& m) {
   m.attr("built_backends") = nb::cast(built);
   m.attr("__version__") = FLASHBAND_VERSION;
   m.attr("cuda_archs") = FLASHBAND_CUDA_ARCHS;
+  // The toolkit and cuDNN this build compiled against ("" where not built with them).
+  m.attr("cuda_version") = FLASHBAND_CUDA_VERSION;
+  m.attr("cudnn_version") = FLASHBAND_CUDNN_VERSION;
 }
 
 }  // namespace flashband::python
