@@ -12,3 +12,16 @@ bash scripts/new_user_check.sh
 if [ -d python/tests ]; then
   PYTHONPATH="$root/build/python:$root/python" "$root/deps/venv/bin/python" -m pytest -q python/tests
 fi
+# Sanitizers and fuzzing (issue 63), where clang is installed (FLASHBAND_SANITIZERS=0 skips):
+# the host library and its unit tests built with ASan and UBSan, then the libFuzzer harness of
+# validation and plan for FLASHBAND_FUZZ_SECONDS (default 60) from its checked-in corpus,
+# printing how many inputs it executed.
+if [ "${FLASHBAND_SANITIZERS:-1}" != 0 ] && command -v clang++ >/dev/null 2>&1; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBAND_WITH_CUDA=OFF -DFLASHBAND_BUILD_TOOLS=OFF \
+    -DFLASHBAND_FUZZ=ON -DFLASHBAND_FUZZ_SECONDS="${FLASHBAND_FUZZ_SECONDS:-60}" >/dev/null
+  cmake --build build-asan -j "${FLASHBAND_JOBS:-$(nproc)}"
+  ctest --test-dir build-asan --output-on-failure -j "${FLASHBAND_JOBS:-$(nproc)}" -E "^(gpu|install|fuzz)[.]"
+  ctest --test-dir build-asan --output-on-failure -R "^fuzz[.]" -V |
+    grep -E "^[0-9]+: (Done [0-9]+ runs|stat::number_of_executed_units)"
+fi

@@ -6,7 +6,7 @@ a result that matches the float64 oracle computed from the arguments as they wer
 
 Runs in every env of _envs.py: the cpu backend here, and sm80, sm90 and cudnn where torch and
 a GPU are present (there the mutations also move a tensor to the host and misalign one).
-FLASHBAND_FUZZ_EXAMPLES sets the cases per entry point and env (default 120, derandomized so
+FLASHBAND_FUZZ_EXAMPLES sets the cases per entry point and env (default 300, derandomized so
 CI is repeatable); the session prints how many ran (_fuzz_stats)."""
 
 import os
@@ -22,11 +22,12 @@ from _cases import Paged, Ragged, rand
 from _checks import assert_lse, assert_out
 from _reference import attention_np, merge_np
 
-SETTINGS = settings(max_examples=int(os.environ.get("FLASHBAND_FUZZ_EXAMPLES", "120")), deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("FLASHBAND_FUZZ_EXAMPLES", "300")), deadline=None,
                     derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 SENTINEL = 1000.0
 OUTPUTS = ("out", "lse", "v_out", "s_out", "v", "s")
+WORKSPACES = ("float_workspace_buffer",)
 
 # Scalars drawn for the settings: valid values (the oracle must then match) and malformed ones.
 WINDOWS = [-1, 0, 2, 5, 2**31 - 1, 2**40, -2, -2**40, 1.5, "3", None]
@@ -51,9 +52,10 @@ def cast(env, x, dtype):
 
 
 def filled(env, shape, dtype):
+    value = SENTINEL if "float" in dtype else 7  # a workspace (uint8) or index array too
     if env.framework == "numpy":
-        return np.full(shape, SENTINEL, dtype=dtype)
-    return _torch().full(shape, SENTINEL, dtype=getattr(_torch(), dtype), device=env.device)
+        return np.full(shape, value, dtype=dtype)
+    return _torch().full(shape, value, dtype=getattr(_torch(), dtype), device=env.device)
 
 
 def expanded(env, shape, dtype):
@@ -177,7 +179,7 @@ def ragged_args(draw, p, mutate):
                 num_qo_heads=p.hq, num_kv_heads=p.hk, head_dim_qk=p.d, kv_layout=p.layout,
                 q=p.arr(batch.q), k=p.arr(lay(batch.k)), v=p.arr(lay(batch.v)),
                 out=filled(p.env, batch.q.shape, p.dtype), lse=filled(p.env, batch.q.shape[:2], "float32"),
-                float_workspace_buffer=_workspace(p.env))
+                float_workspace_buffer=_workspace(p.env), share_workspace=draw(st.booleans()) if mutate else False)
     args.update(_settings(draw, mutate))
     return args
 
@@ -188,11 +190,17 @@ def _workspace(env):
 
 
 def ragged_call(env, args):
-    w = flashband.BatchPrefillWithRaggedKVCacheWrapper(args["float_workspace_buffer"], args["kv_layout"],
-                                                       backend=env.backend)
-    w.plan(args["qo_indptr"], args["kv_indptr"], args["num_qo_heads"], args["num_kv_heads"], args["head_dim_qk"],
-           causal=args["causal"], window_left=args["window_left"], logits_soft_cap=args["logits_soft_cap"],
-           sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]))
+    def planned():
+        w = flashband.BatchPrefillWithRaggedKVCacheWrapper(args["float_workspace_buffer"], args["kv_layout"],
+                                                           backend=env.backend)
+        w.plan(args["qo_indptr"], args["kv_indptr"], args["num_qo_heads"], args["num_kv_heads"],
+               args["head_dim_qk"], causal=args["causal"], window_left=args["window_left"],
+               logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]))
+        return w
+
+    w = planned()
+    if args["share_workspace"]:  # another wrapper plans over the same workspace before w runs
+        planned()
     return w.run(args["q"], args["k"], args["v"], out=args["out"], lse=args["lse"], return_lse=True)
 
 
@@ -437,6 +445,11 @@ def mutate(draw, env, args):
         else:
             cache[part] = mutate_array(draw, env, cache[part], output=False)
             args[key] = tuple(cache)
+    elif key == "float_workspace_buffer":
+        args[key] = draw(st.sampled_from([env.workspace(16), env.workspace(0), None, value[None],
+                                          mutate_array(draw, env, value, output=False)]))
+    elif key == "share_workspace":
+        args[key] = not value
     elif key == "causal":
         args[key] = draw(st.sampled_from(FLAGS))
     elif key == "window_left":
@@ -477,10 +490,10 @@ def check_call(env, dtype, entry, data):
         result = call(env, args)
     except flashband.FlashbandError as e:
         message = str(e)
-        names = set(args) | {"head_dim", "q_data_type", "backend", "float_workspace_buffer", "paged_kv_cache"}
+        names = set(args) | {"head_dim", "q_data_type", "backend", "workspace", "paged_kv_cache"}
         assert any(n in message for n in names), f"{entry}: error names no argument: {message}"
         for k, v in _arrays(args):
-            if before[k] is not None:
+            if before[k] is not None and k not in WORKSPACES:  # a plan that passed wrote its workspace
                 assert np.array_equal(env.to64(v), before[k], equal_nan=True), f"{entry}: {k} written by a refused call"
         _fuzz_stats.record(entry, "refused")
         return
@@ -492,7 +505,8 @@ def check_call(env, dtype, entry, data):
     assert_out(env.to64(out)[:rows], ref_o, out_dtype if out_dtype in ("float16", "bfloat16") else "float32")
     assert_lse(env.to64(lse)[:rows], ref_s, out_dtype if out_dtype in ("float16", "bfloat16") else "float32")
     for k, v in _arrays(args):
-        if k not in outputs and before[k] is not None and not any(v is args[o] for o in outputs):
+        if (k not in outputs and k not in WORKSPACES and before[k] is not None
+                and not any(v is args[o] for o in outputs)):
             assert np.array_equal(env.to64(v), before[k], equal_nan=True), f"{entry}: input {k} was written"
     _fuzz_stats.record(entry, "computed")
 

@@ -50,6 +50,7 @@ void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView&
   validate::no_alias(vo, {va, sa, vb, sb});
   validate::no_alias(so, {va, sa, vb, sb, vo});
   validate::stream_for_device(stream, v_a.device);
+  if (v_a.shape[0] == 0) return;  // no rows: nothing to read or write (the views may be null)
   if (v_a.device == Device::kCPU) {
     cpu::cpu_merge_state(v_a, s_a, v_b, s_b, v_out, s_out);
     return;
@@ -74,6 +75,7 @@ void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_
   validate::no_alias(vo, {av, as});
   validate::no_alias(so, {av, as, vo});
   validate::stream_for_device(stream, v.device);
+  if (v.shape[0] == 0) return;  // no rows: nothing to read or write (the views may be null)
   if (v.device == Device::kCPU) {
     cpu::cpu_merge_states(v, s, v_out, s_out);
     return;

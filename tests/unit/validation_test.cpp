@@ -420,5 +420,17 @@ TEST(Validation, FloatParametersAreJudgedInFloat32) {
   EXPECT_TRUE(std::isinf(validate::float_param("sm_scale", INFINITY)));
 }
 
+// Found by the fuzz harness (tests/fuzz): merge_states over no rows offset null views, undefined
+// behaviour that UBSan (the sanitizer build) reports; no rows now reads and writes nothing.
+TEST(Validation, MergeOfNoRowsTouchesNothing) {
+  const TensorView v = TensorView::contiguous(nullptr, DType::kF32, {0, 3, 2, 8});
+  const TensorView s = TensorView::contiguous(nullptr, DType::kF32, {0, 3, 2});
+  const TensorView vo = TensorView::contiguous(nullptr, DType::kF32, {0, 2, 8});
+  const TensorView so = TensorView::contiguous(nullptr, DType::kF32, {0, 2});
+  EXPECT_NO_THROW(merge_states(v, s, vo, so));
+  const TensorView va = TensorView::contiguous(nullptr, DType::kF32, {0, 2, 8});
+  EXPECT_NO_THROW(merge_state(va, so, va, so, vo, so));
+}
+
 }  // namespace
 }  // namespace flashband
