@@ -195,31 +195,43 @@ TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   EXPECT_THROW(select(cuda_problem(), Backend::kSM90, m, reg, table), Error);
 }
 
+// Paged rows and D = 128 paged kernels of sm80 and cuDNN (decode and prefill shapes), a
+// Hopper machine with cuDNN 9.19, and a paged decode problem of page size 16.
+struct PagedSm80Cudnn {
+  std::vector<CapabilityRow> table;
+  Registry reg;
+  MachineInfo m = hopper();
+  ProblemDesc decode = cuda_problem();
+  PagedSm80Cudnn() {
+    for (Op op : {Op::kPagedDecode, Op::kPagedPrefill})
+      for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
+        CapabilityRow r = row(b, true);
+        r.op = op;
+        table.push_back(r);
+      }
+    for (Backend b : {Backend::kSM80, Backend::kCUDNN})
+      for (KernelShape shape : {KernelShape::kDecode, KernelShape::kPrefill}) {
+        VariantKey k;
+        k.backend = b;
+        k.shape = shape;
+        k.storage = core::KVStorage::kPaged;
+        k.head_dim = 128;
+        reg.add(k, fake_launch);
+      }
+    m.cudnn_version = 91900;
+    decode.op = Op::kPagedDecode;
+    decode.page_size = 16;
+  }
+};
+
 TEST(Dispatch, AutoTakesSm80ForDecode) {
   // cuDNN builds a graph per new batch size (~40 ms of plan()) and, under cuda_graph, its
   // plans raise at each power of two of the longest request: decode takes sm80 either way.
-  std::vector<CapabilityRow> table;
-  for (Op op : {Op::kPagedDecode, Op::kPagedPrefill})
-    for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
-      CapabilityRow r = row(b, true);
-      r.op = op;
-      table.push_back(r);
-    }
-  Registry reg;
-  for (Backend b : {Backend::kSM80, Backend::kCUDNN})
-    for (KernelShape shape : {KernelShape::kDecode, KernelShape::kPrefill}) {
-      VariantKey k;
-      k.backend = b;
-      k.shape = shape;
-      k.storage = core::KVStorage::kPaged;
-      k.head_dim = 128;
-      reg.add(k, fake_launch);
-    }
-  MachineInfo m = hopper();
-  m.cudnn_version = 91900;
-  ProblemDesc decode = cuda_problem();
-  decode.op = Op::kPagedDecode;
-  decode.page_size = 16;
+  PagedSm80Cudnn f;
+  const auto& table = f.table;
+  const auto& reg = f.reg;
+  const MachineInfo& m = f.m;
+  ProblemDesc decode = f.decode;
   EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
   decode.cuda_graph = true;
   EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
@@ -241,25 +253,12 @@ TEST(Dispatch, AutoTakesSm80ForDecode) {
 }
 
 TEST(Dispatch, DevicePageIndicesOnlyWhereTheTableAllowsThem) {
-  std::vector<CapabilityRow> table;
-  Registry reg;
-  for (Backend b : {Backend::kSM80, Backend::kCUDNN}) {
-    CapabilityRow r = row(b, true);
-    r.op = Op::kPagedDecode;
-    r.limits.device_page_indices = b == Backend::kSM80;
-    table.push_back(r);
-    VariantKey k;
-    k.backend = b;
-    k.shape = KernelShape::kDecode;
-    k.storage = core::KVStorage::kPaged;
-    k.head_dim = 128;
-    reg.add(k, fake_launch);
-  }
-  MachineInfo m = hopper();
-  m.cudnn_version = 91900;
-  ProblemDesc decode = cuda_problem();
-  decode.op = Op::kPagedDecode;
-  decode.page_size = 16;
+  PagedSm80Cudnn f;
+  for (CapabilityRow& r : f.table) r.limits.device_page_indices = r.backend == Backend::kSM80;
+  const auto& table = f.table;
+  const auto& reg = f.reg;
+  const MachineInfo& m = f.m;
+  ProblemDesc decode = f.decode;
   decode.device_page_indices = true;
   EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
   try {
