@@ -32,7 +32,7 @@ def _shown(value: Any) -> str:
 
 
 def is_array(x: Any) -> bool:
-    return hasattr(x, "__dlpack__") and hasattr(x, "shape") and hasattr(x, "dtype")
+    return hasattr(x, "__dlpack__")
 
 
 def array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "",
@@ -43,6 +43,8 @@ def array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "",
         raise InvalidArgumentError(
             f"{name}: expected an array (torch, NumPy, CuPy or another DLPack tensor), "
             f"got {type(x).__name__} {_shown(x)}")
+    if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x  # known through DLPack alone: the native module checks it, by the same name
     shape = tuple(int(n) for n in x.shape)
     if ndim is not None and len(shape) != ndim:
         raise InvalidArgumentError(

@@ -358,10 +358,21 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
             _args.array(x, name, dtypes=_args.FLOAT_DTYPES)
         k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
-        return lambda o, l: wrapper._native.run(n(q), n(k), n(v), n(o), n(l),
-                                                stream=fw.current_stream(q))
+        def run_pair(o: Any, l: Any) -> Any:
+            with _args.renamed(_PAIR_NAMES):
+                return wrapper._native.run(n(q), n(k), n(v), n(o), n(l), stream=fw.current_stream(q))
+        return run_pair
     _args.array(paged_kv_cache, "paged_kv_cache", dtypes=_args.FLOAT_DTYPES)
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
     wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
-    return lambda o, l: wrapper._native.run_stacked(n(q), n(cache), n(o), n(l),
-                                                    stream=fw.current_stream(q))
+
+    def run_stacked(o: Any, l: Any) -> Any:
+        with _args.renamed(_STACKED_NAMES):
+            return wrapper._native.run_stacked(n(q), n(cache), n(o), n(l), stream=fw.current_stream(q))
+    return run_stacked
+
+
+# The library checks a paged cache as k and v pools (C++'s PagedKVCache); the caller gave
+# FlashInfer's paged_kv_cache, a (k, v) pair or one stacked tensor.
+_PAIR_NAMES = {"paged_k_cache": "paged_kv_cache[0] (k)", "paged_v_cache": "paged_kv_cache[1] (v)"}
+_STACKED_NAMES = {"paged_k_cache": "paged_kv_cache", "paged_v_cache": "paged_kv_cache"}
