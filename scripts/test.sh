@@ -10,3 +10,8 @@ ctest --test-dir build --output-on-failure -j "${FLASHBAND_JOBS:-$(nproc)}"
 if [ -d python/tests ]; then
   PYTHONPATH="$root/build/python:$root/python" "$root/deps/venv/bin/python" -m pytest -q python/tests
 fi
+# flashband under transformers' models (bootstrap's deps/venv-hf: torch + pinned transformers)
+if [ -x "$root/deps/venv-hf/bin/python" ]; then
+  PYTHONPATH="$root/build/python:$root/python" "$root/deps/venv-hf/bin/python" -m pytest -q \
+    -W ignore::FutureWarning python/tests/test_transformers.py
+fi

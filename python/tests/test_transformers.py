@@ -34,29 +34,35 @@ def _header(request):
                             f"cuda {torch.cuda.is_available()}")
 
 
-def _common(**kw):
+def _common(head_dim, **kw):
     # Weights larger than the default init (0.02) so attention is far from uniform and a wrong
     # window, scale or soft cap moves the logits well past the tolerance.
     return dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, head_dim=16, initializer_range=0.2,
-                pad_token_id=0, bos_token_id=1, eos_token_id=2, **kw)
+                num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
+                initializer_range=0.2, pad_token_id=0, bos_token_id=1, eos_token_id=2, **kw)
 
 
-def _config(arch, window=WINDOW):
+def _head_dim(device):
+    return 64 if device == "cuda" else 16  # the GPU backends' smallest head dim; cpu takes any
+
+
+def _config(arch, window=WINDOW, head_dim=16):
     t = transformers
     if arch == "llama":
-        return t.LlamaConfig(**_common())
+        return t.LlamaConfig(**_common(head_dim))
     if arch == "mistral":
-        return t.MistralConfig(**_common(sliding_window=window))
+        return t.MistralConfig(**_common(head_dim, sliding_window=window))
     if arch == "qwen2":  # layer 0 full, layer 1 sliding
-        return t.Qwen2Config(**_common(use_sliding_window=window is not None, sliding_window=window,
-                                       max_window_layers=1))
+        return t.Qwen2Config(**_common(head_dim, use_sliding_window=window is not None,
+                                       sliding_window=window, max_window_layers=1))
     if arch == "gemma2":  # layer 0 sliding, layer 1 full; a small cap so it bites
         # query_pre_attn_scalar != head_dim: the layer's scaling is not the default 1/sqrt(D)
-        return t.Gemma2Config(**_common(sliding_window=window, attn_logit_softcapping=2.0,
-                                        final_logit_softcapping=None, query_pre_attn_scalar=32))
+        return t.Gemma2Config(**_common(head_dim, sliding_window=window,
+                                        attn_logit_softcapping=2.0, final_logit_softcapping=None,
+                                        query_pre_attn_scalar=32))
     if arch == "gemma3":
-        return t.Gemma3TextConfig(**_common(sliding_window=window, query_pre_attn_scalar=16,
+        return t.Gemma3TextConfig(**_common(head_dim, sliding_window=window,
+                                            query_pre_attn_scalar=16,
                                             layer_types=["sliding_attention", "full_attention"]))
     raise ValueError(arch)
 
@@ -72,7 +78,7 @@ ENVS = [pytest.param("cpu", "cpu", torch.float32, id="cpu-fp32"),
 
 def _model(arch, device, dtype, window=WINDOW, seed=0):
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(_config(arch, window),
+    model = transformers.AutoModelForCausalLM.from_config(_config(arch, window, _head_dim(device)),
                                                           attn_implementation="eager")
     return model.to(device=device, dtype=dtype).eval()
 
@@ -137,6 +143,25 @@ def _assert_as_close_as_eager(got, eager, ref, what):
         f"eager bf16 {frob(eager):.3g}, {worst(eager):.3g} (vs fp32 eager)")
 
 
+def _unsupported(arch, backend, device):
+    """Why `backend` cannot run this model's attention (supports()' reason), or ''."""
+    if device != "cuda":
+        return ""
+    cfg = _config(arch, WINDOW, _head_dim(device))
+    windows = [-1] + ([WINDOW - 1] if getattr(cfg, "sliding_window", None) else [])
+    cap = getattr(cfg, "attn_logit_softcapping", None)
+    for window_left in windows:
+        for op, extra in (("single_prefill", dict(has_empty_rows=True)),
+                          ("paged_decode", dict(page_size=PROMPT + STEPS))):
+            answer = flashband.supports(op, backend=backend, device="cuda", dtype="bfloat16",
+                                        head_dim=cfg.head_dim, num_qo_heads=4, num_kv_heads=2,
+                                        causal=op == "single_prefill", window_left=window_left,
+                                        logits_soft_cap=cap, kv_layout="HND", **extra)
+            if not answer:
+                return answer.reason
+    return ""
+
+
 @pytest.fixture(scope="module")
 def name():
     return register(backend="auto")
@@ -147,7 +172,12 @@ def name():
 def test_matches_eager(name, arch, backend, device, dtype):
     register(backend=backend)
     try:
+        unsupported = _unsupported(arch, backend, device)
         ids, mask = _inputs(device)
+        if unsupported:  # an explicit backend refuses by name what it lacks (cuDNN: soft cap)
+            with pytest.raises(flashband.UnsupportedError):
+                _run(_model(arch, device, dtype), name, ids, mask)
+            pytest.skip(f"{backend}: {unsupported}")
         ref = _run(_model(arch, device, torch.float32), "eager", ids, mask)
         got = _run(_model(arch, device, dtype), name, ids, mask, forced=ref[2])
         valid = mask.bool()
