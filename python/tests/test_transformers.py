@@ -27,11 +27,13 @@ VOCAB, PROMPT, PAD, STEPS, WINDOW = 96, 12, 3, 16, 5
 
 @pytest.fixture(scope="module", autouse=True)
 def _header(request):
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"test_transformers: transformers {transformers_version()}, "
-                            f"torch {torch.__version__}, flashband {flashband.__version__}, "
-                            f"cuda {torch.cuda.is_available()}")
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"test_transformers: transformers {transformers_version()}, "
+                                f"torch {torch.__version__}, flashband {flashband.__version__}, "
+                                f"cuda {torch.cuda.is_available()}")
 
 
 def _common(head_dim, **kw):

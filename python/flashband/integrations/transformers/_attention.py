@@ -14,6 +14,7 @@ starts at its first valid key, which pages of one size cannot express).
 
 from __future__ import annotations
 
+import atexit
 from typing import Any, Optional, Tuple
 
 from ... import batch_workspace_bytes
@@ -105,6 +106,8 @@ class _DecodePlans:
 
     def __init__(self) -> None:
         self._wrappers: dict = {}
+        # dropped before interpreter shutdown, while the native module can still free them
+        atexit.register(self._wrappers.clear)
 
     def run(self, q: Any, k: Any, v: Any, kv_len: int, settings: dict, backend: str,
             out: Any) -> None:
