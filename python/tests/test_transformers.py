@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import flashband  # noqa: E402
-from flashband.integrations.transformers import register, transformers_version  # noqa: E402
+from flashband.integrations.transformers import _attention, register, transformers_version  # noqa: E402
 
 VOCAB, PROMPT, PAD, STEPS, WINDOW = 96, 12, 3, 16, 5
 
@@ -85,13 +85,14 @@ def _model(arch, device, dtype, window=WINDOW, seed=0):
     return model.to(device=device, dtype=dtype).eval()
 
 
-def _inputs(device):
-    """Two prompts, the first left-padded by PAD tokens; ids avoid the pad id."""
+def _inputs(device, padded=True):
+    """Two prompts, the first left-padded by PAD tokens (padded); ids avoid the pad id."""
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(3, VOCAB, (2, PROMPT), generator=g)
     mask = torch.ones_like(ids)
-    mask[0, :PAD] = 0
-    ids[0, :PAD] = 0
+    if padded:
+        mask[0, :PAD] = 0
+        ids[0, :PAD] = 0
     return ids.to(device), mask.to(device)
 
 
@@ -169,13 +170,19 @@ def name():
     return register(backend="auto")
 
 
+@pytest.mark.parametrize("padded", [True, False], ids=["leftpad", "nopad"])
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("backend,device,dtype", ENVS)
-def test_matches_eager(name, arch, backend, device, dtype):
+def test_matches_eager(name, arch, backend, device, dtype, padded, monkeypatch):
+    # Decode of an unpadded batch runs as one paged decode over the whole cache; a padded
+    # one row by row: count which ran.
+    batched = []
+    plans = _attention._decode_plans
+    monkeypatch.setattr(plans, "run", lambda *a, _run=plans.run, **k: (batched.append(1), _run(*a, **k))[1])
     register(backend=backend)
     try:
         unsupported = _unsupported(arch, backend, device)
-        ids, mask = _inputs(device)
+        ids, mask = _inputs(device, padded)
         if unsupported:  # an explicit backend refuses by name what it lacks (cuDNN: soft cap)
             with pytest.raises(flashband.UnsupportedError):
                 _run(_model(arch, device, dtype), name, ids, mask)
@@ -192,6 +199,9 @@ def test_matches_eager(name, arch, backend, device, dtype):
             eager = _run(_model(arch, device, dtype), "eager", ids, mask, forced=ref[2])
             _assert_as_close_as_eager(got[0][valid], eager[0][valid], ref[0][valid], f"{arch} prefill")
             _assert_as_close_as_eager(got[1], eager[1], ref[1], f"{arch} decode")
+        # (sliding layers of a padded batch go batched too once their window has left the
+        # padding behind: their cache no longer holds it)
+        assert bool(batched) if not padded else not batched or arch != "llama"
     finally:
         register(backend="auto")
 

@@ -101,11 +101,12 @@ def _window_left(mask: BandMask, sliding_window: Optional[int], module: Any) -> 
 
 
 class _DecodePlans:
-    """One BatchDecodeWithPagedKVCacheWrapper per device and settings, planned once per
-    problem shape: the layers of one decode step share the plan."""
+    """One BatchDecodeWithPagedKVCacheWrapper per device and settings, kept across steps
+    (its workspaces too, grown when a batch needs more) and planned once per problem shape:
+    the layers of one decode step share the plan."""
 
     def __init__(self) -> None:
-        self._wrappers: dict = {}
+        self._wrappers: dict = {}  # key -> [wrapper, float workspace, planned shape]
         # dropped before interpreter shutdown, while the native module can still free them
         atexit.register(self._wrappers.clear)
 
@@ -117,19 +118,25 @@ class _DecodePlans:
         kv_heads, slots = k.shape[1], k.shape[2]
         key = (str(q.device), backend, tuple(sorted(settings.items())))
         entry = self._wrappers.get(key)
-        shape = (batch, heads, kv_heads, dim, slots, kv_len, q.dtype, k.shape[0])
-        if entry is None or entry[1] != shape:
-            nbytes = max(batch_workspace_bytes(batch, batch, heads, dim, q.device.type), 1)
+        nbytes = max(batch_workspace_bytes(batch, batch, heads, dim, q.device.type), 1)
+        if entry is None:
             workspace = torch.empty(nbytes, dtype=torch.uint8, device=q.device)
-            wrapper = BatchDecodeWithPagedKVCacheWrapper(workspace, kv_layout="HND", backend=backend)
+            entry = [BatchDecodeWithPagedKVCacheWrapper(workspace, kv_layout="HND", backend=backend),
+                     workspace, None]
+            self._wrappers[key] = entry
+        elif entry[1].numel() < nbytes:
+            entry[1] = torch.empty(nbytes, dtype=torch.uint8, device=q.device)
+            entry[0].reset_workspace_buffer(entry[1])
+            entry[2] = None
+        shape = (batch, heads, kv_heads, dim, slots, kv_len, q.dtype, k.shape[0])
+        if entry[2] != shape:
             indptr = torch.arange(batch + 1, dtype=torch.int32)
             last = torch.full((batch,), kv_len, dtype=torch.int32)
             # Page b is batch row b of transformers' cache: [Hk, S, D] per row is HND.
-            wrapper.plan(indptr, indptr[:-1], last, heads, kv_heads, dim, slots,
-                         q_data_type=q.dtype, kv_data_type=k.dtype, num_pages=k.shape[0],
-                         **settings)
-            entry = (wrapper, shape, workspace)
-            self._wrappers[key] = entry
+            entry[0].plan(indptr, indptr[:-1], last, heads, kv_heads, dim, slots,
+                          q_data_type=q.dtype, kv_data_type=k.dtype, num_pages=k.shape[0],
+                          **settings)
+            entry[2] = shape
         entry[0].run(q, (k, v), out=out)
 
 
