@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import flashband  # noqa: E402
-from flashband.integrations.transformers import _attention, register, transformers_version  # noqa: E402
+from flashband.integrations.transformers import _plans, register, transformers_version  # noqa: E402
 
 VOCAB, PROMPT, PAD, STEPS, WINDOW = 96, 12, 3, 16, 5
 
@@ -176,9 +176,10 @@ def name():
 def test_matches_eager(name, arch, backend, device, dtype, padded, monkeypatch):
     # Decode of an unpadded batch runs as one paged decode over the whole cache; a padded
     # one row by row: count which ran.
-    batched = []
-    plans = _attention._decode_plans
-    monkeypatch.setattr(plans, "run", lambda *a, _run=plans.run, **k: (batched.append(1), _run(*a, **k))[1])
+    kinds = []
+    plans = _plans.plans
+    monkeypatch.setattr(plans, "planned",
+                        lambda kind, *a, _f=plans.planned, **k: (kinds.append(kind), _f(kind, *a, **k))[1])
     register(backend=backend)
     try:
         unsupported = _unsupported(arch, backend, device)
@@ -201,7 +202,8 @@ def test_matches_eager(name, arch, backend, device, dtype, padded, monkeypatch):
             _assert_as_close_as_eager(got[1], eager[1], ref[1], f"{arch} decode")
         # (sliding layers of a padded batch go batched too once their window has left the
         # padding behind: their cache no longer holds it)
-        assert bool(batched) if not padded else not batched or arch != "llama"
+        batched = "decode" in kinds
+        assert batched if not padded else not batched or arch != "llama"
     finally:
         register(backend="auto")
 
@@ -244,6 +246,44 @@ def test_static_cache_generate(name):
             tokens[impl] = model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False,
                                           cache_implementation="static", pad_token_id=0)
     assert torch.equal(tokens[name], tokens["eager"])
+
+
+# --- continuous batching ----------------------------------------------------------------
+
+def _generate_batch(model, requests, new_tokens):
+    config = transformers.GenerationConfig(max_new_tokens=new_tokens, do_sample=False,
+                                           eos_token_id=-1, pad_token_id=0)
+    cb = transformers.ContinuousBatchingConfig(num_blocks=64, block_size=16, max_batch_tokens=256,
+                                               use_cuda_graph=False, auto_switch_to_flash=False)
+    with torch.no_grad():
+        out = model.generate_batch(inputs=requests, generation_config=config,
+                                   continuous_batching_config=cb, warmup=False)
+    return [out[f"req_{i}"].generated_tokens for i in range(len(requests))]
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral"])
+@pytest.mark.parametrize("backend,device,dtype", [ENVS[0]] + ENVS[2:])
+def test_continuous_batching(arch, backend, device, dtype, monkeypatch):
+    """generate_batch (transformers' paged cache, requests of mixed lengths packed per step)
+    with flashband_paged against sdpa, request by request. fp32 (cpu): every token equal;
+    bf16 (GPU, 32 requests): near-ties may flip a token, so 90% of the requests equal."""
+    from flashband.integrations.transformers import enable_continuous_batching
+
+    count = 8 if device == "cpu" else 32
+    g = torch.Generator().manual_seed(2)
+    lengths = torch.randint(2, 40, (count,), generator=g).tolist()
+    requests = [torch.randint(3, VOCAB, (n,), generator=g).tolist() for n in lengths]
+    model = _model(arch, device, dtype)
+    model.set_attn_implementation("sdpa")
+    expected = _generate_batch(model, requests, 8)
+    assert enable_continuous_batching(model, backend=backend) == "flashband_paged"
+    kinds = []
+    monkeypatch.setattr(_plans.plans, "planned", lambda kind, *a, _f=_plans.plans.planned, **k:
+                        (kinds.append(kind), _f(kind, *a, **k))[1])
+    got = _generate_batch(model, requests, 8)
+    assert "ragged" in kinds  # flashband's ragged prefill served the packed steps
+    same = sum(a == b for a, b in zip(got, expected))
+    assert same >= (count if device == "cpu" else 0.9 * count), (same, got, expected)
 
 
 # --- what flashband cannot honour is refused by name -------------------------------------

@@ -17,22 +17,35 @@ test), so ``attn_implementation="flashband"`` fails in transformers' own checks 
 any attention runs. register() registers "flashband" and, where transformers classifies it
 so, also "fband", and returns the name that loads.
 
-Continuous batching (``generate_batch``): see ``paged_support()``; transformers 5 accepts
-only "sdpa", "paged|eager" and FlashAttention-classified names there.
+Continuous batching (``generate_batch``, transformers' paged cache): transformers 5 accepts
+there only "sdpa", "paged|eager" and names it takes for FlashAttention, which is what
+"flashband_paged" is (the substring); but such a name cannot be loaded through
+set_attn_implementation (the Hub check above). ``enable_continuous_batching(model)`` sets the
+model's attention implementation to "flashband_paged" directly (transformers' config
+attribute ``_attn_implementation``, bypassing that check). transformers then hands each layer
+the FlashAttention-style inputs: the step's requests packed in one row, their K/V gathered
+from the paged cache (a copy transformers makes for every implementation without a block
+table), ``cu_seq_lens_q``/``cu_seq_lens_k``; flashband runs one ragged causal prefill
+(BatchPrefillWithRaggedKVCacheWrapper) over them in place. transformers' block-table path
+(attention reading the pages itself) is open only to its FlashAttention 2/3 kernels.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Tuple
+from typing import Any, Tuple
+
+from ...errors import UnsupportedError
 
 from ._attention import flashband_attention
 from ._mask import BandMask, band_mask
 
-__all__ = ["register", "NAME", "ALIAS", "BandMask", "paged_support", "transformers_version"]
+__all__ = ["register", "enable_continuous_batching", "NAME", "ALIAS", "PAGED_NAME", "BandMask",
+           "transformers_version"]
 
 NAME = "flashband"
 ALIAS = "fband"  # no "flash" in it: loadable where transformers reads "flash" as FlashAttention
+PAGED_NAME = "flashband_paged"
 
 
 def transformers_version() -> str:
@@ -59,7 +72,7 @@ def register(backend: str = "auto") -> str:
     function = functools.partial(flashband_attention, backend=backend)
     functools.update_wrapper(function, flashband_attention)
     names: Tuple[str, ...] = (NAME, ALIAS) if _taken_for_flash_attention(NAME) else (NAME,)
-    for name in names:
+    for name in names + (PAGED_NAME,):
         AttentionInterface.register(name, function)
         # Without a mask function of its own transformers builds no mask at all for a
         # registered name (padding would be lost), so ours always answers.
@@ -67,14 +80,21 @@ def register(backend: str = "auto") -> str:
     return names[-1]
 
 
-def paged_support() -> Tuple[bool, str]:
-    """(supported, why) for transformers' continuous batching (generate_batch, its paged
-    cache) with flashband, in the installed transformers."""
-    version = transformers_version()
-    return False, (
-        f"transformers {version}: continuous batching accepts only attn_implementation 'sdpa', "
-        "'paged|eager' or a name containing 'flash' (taken for a FlashAttention kernel, loaded "
-        "from the Hub by set_attn_implementation, so a registered function under such a name "
-        "cannot be loaded); its 'sdpa' path hands attention a prepared 4-D block mask over "
-        "gathered keys, which flashband refuses. A 'flashband_paged' implementation needs a "
-        "hook for registered paged implementations.")
+def enable_continuous_batching(model: Any, backend: str = "auto") -> str:
+    """Registers flashband (register(backend)) and sets model's attention implementation to
+    "flashband_paged" for transformers' continuous batching (model.generate_batch, its paged
+    cache); returns the name. Raises UnsupportedError where the installed transformers would
+    not take that name for continuous batching (checked with 5.25.0)."""
+    register(backend)
+    if not _taken_for_flash_attention(PAGED_NAME):
+        raise UnsupportedError(
+            f"continuous batching: transformers {transformers_version()} accepts only 'sdpa', "
+            "'paged|eager' and FlashAttention names there, and does not take "
+            f"{PAGED_NAME!r} for one; flashband cannot be plugged into it in this version")
+    config = model.config
+    if not hasattr(config, "_attn_implementation"):
+        raise UnsupportedError(f"continuous batching: {type(config).__name__} has no "
+                               "_attn_implementation (another transformers than 5.x)")
+    # Not set_attn_implementation: it would try to load "flashband_paged" from the Hub.
+    config._attn_implementation = PAGED_NAME
+    return PAGED_NAME

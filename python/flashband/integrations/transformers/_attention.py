@@ -14,14 +14,12 @@ starts at its first valid key, which pages of one size cannot express).
 
 from __future__ import annotations
 
-import atexit
 from typing import Any, Optional, Tuple
 
-from ... import batch_workspace_bytes
-from ...decode import BatchDecodeWithPagedKVCacheWrapper
 from ...errors import InvalidArgumentError, UnsupportedError
 from ...prefill import single_prefill_with_kv_cache
 from ._mask import BandMask
+from ._plans import plans
 
 # Keywords transformers passes that would change the result and flashband cannot honour.
 _REFUSED = {
@@ -84,63 +82,71 @@ def _mask_of(module: Any, attention_mask: Any, kv_length: int, q_length: int) ->
         "left padding), not prepared 4-D or custom masks")
 
 
-def _window_left(mask: BandMask, sliding_window: Optional[int], module: Any) -> int:
-    """transformers' sliding_window W lets a query see its W most recent keys, itself
-    included (sliding_window_overlay: kv_idx > q_idx - W); flashband's window_left counts the
-    keys left of the diagonal, so W - 1. The layer's W and its mask's must agree."""
-    if mask.window is not None and sliding_window is not None and mask.window != sliding_window:
+def _settings(mask_window: Optional[int], sliding_window: Optional[int],
+              softcap: Optional[float], scaling: Optional[float], module: Any) -> dict:
+    """The plan settings of a layer. transformers' sliding_window W lets a query see its W
+    most recent keys, itself included (sliding_window_overlay: kv_idx > q_idx - W);
+    flashband's window_left counts the keys left of the diagonal, so W - 1. The layer's W and
+    its mask's (mask_window) must agree."""
+    if mask_window is not None and sliding_window is not None and mask_window != sliding_window:
         raise InvalidArgumentError(
             f"sliding_window: layer {type(module).__name__} passes {sliding_window} but its mask "
-            f"was built for {mask.window}")
-    window = sliding_window if sliding_window is not None else mask.window
-    if window is None:
-        return -1
-    if window < 1:
+            f"was built for {mask_window}")
+    window = sliding_window if sliding_window is not None else mask_window
+    if window is not None and window < 1:
         raise InvalidArgumentError(f"sliding_window: got {window}, allowed: >= 1")
-    return int(window) - 1
+    return dict(window_left=-1 if window is None else int(window) - 1,
+                logits_soft_cap=None if not softcap else float(softcap),
+                sm_scale=None if scaling is None else float(scaling))
 
 
-class _DecodePlans:
-    """One BatchDecodeWithPagedKVCacheWrapper per device and settings, kept across steps
-    (its workspaces too, grown when a batch needs more) and planned once per problem shape:
-    the layers of one decode step share the plan."""
-
-    def __init__(self) -> None:
-        self._wrappers: dict = {}  # key -> [wrapper, float workspace, planned shape]
-        # dropped before interpreter shutdown, while the native module can still free them
-        atexit.register(self._wrappers.clear)
-
-    def run(self, q: Any, k: Any, v: Any, kv_len: int, settings: dict, backend: str,
+def _decode(query: Any, key: Any, value: Any, kv_len: int, settings: dict, backend: str,
             out: Any) -> None:
-        import torch
+    """One paged decode over transformers' whole cache: page b is batch row b, [Hk, S, D]
+    (HND), kv_len keys of it in use."""
+    import torch
 
-        batch, heads, dim = q.shape
-        kv_heads, slots = k.shape[1], k.shape[2]
-        key = (str(q.device), backend, tuple(sorted(settings.items())))
-        entry = self._wrappers.get(key)
-        nbytes = max(batch_workspace_bytes(batch, batch, heads, dim, q.device.type), 1)
-        if entry is None:
-            workspace = torch.empty(nbytes, dtype=torch.uint8, device=q.device)
-            entry = [BatchDecodeWithPagedKVCacheWrapper(workspace, kv_layout="HND", backend=backend),
-                     workspace, None]
-            self._wrappers[key] = entry
-        elif entry[1].numel() < nbytes:
-            entry[1] = torch.empty(nbytes, dtype=torch.uint8, device=q.device)
-            entry[0].reset_workspace_buffer(entry[1])
-            entry[2] = None
-        shape = (batch, heads, kv_heads, dim, slots, kv_len, q.dtype, k.shape[0])
-        if entry[2] != shape:
-            indptr = torch.arange(batch + 1, dtype=torch.int32)
-            last = torch.full((batch,), kv_len, dtype=torch.int32)
-            # Page b is batch row b of transformers' cache: [Hk, S, D] per row is HND.
-            entry[0].plan(indptr, indptr[:-1], last, heads, kv_heads, dim, slots,
-                          q_data_type=q.dtype, kv_data_type=k.dtype, num_pages=k.shape[0],
-                          **settings)
-            entry[2] = shape
-        entry[0].run(q, (k, v), out=out)
+    batch, heads, dim = query.shape
+    kv_heads, slots = key.shape[1], key.shape[2]
+
+    def plan(wrapper: Any) -> None:
+        indptr = torch.arange(batch + 1, dtype=torch.int32)
+        last = torch.full((batch,), kv_len, dtype=torch.int32)
+        wrapper.plan(indptr, indptr[:-1], last, heads, kv_heads, dim, slots,
+                     q_data_type=query.dtype, kv_data_type=key.dtype, num_pages=batch, **settings)
+
+    shape = (batch, heads, kv_heads, dim, slots, kv_len, query.dtype)
+    plans.planned("decode", query, backend, settings, batch, shape, plan).run(query, (key, value), out=out)
 
 
-_decode_plans = _DecodePlans()
+def _varlen(query: Any, key: Any, value: Any, qo_indptr: Any, kv_indptr: Any, settings: dict,
+            backend: str, out: Any) -> None:
+    """transformers' continuous batching: the step's requests packed along one row, q
+    [1, Hq, Tq, D] and their gathered K/V [1, Hk, Tk, D], request r's queries its last
+    tokens (cu_seq_lens_q/k). One ragged causal prefill over them, read in place (q's row
+    transposed is NHD, K/V's row HND)."""
+    import torch
+
+    if query.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        raise UnsupportedError("continuous batching: use_cuda_graph captures the model step, but "
+                               "flashband plans each step on the host; pass "
+                               "ContinuousBatchingConfig(use_cuda_graph=False)")
+    qo = tuple(int(x) for x in qo_indptr.tolist())
+    kv = tuple(int(x) for x in kv_indptr.tolist())
+    heads, kv_heads, dim = query.shape[1], key.shape[1], query.shape[3]
+    # transformers may pad the packed rows past the last request (q_padding_interval_size):
+    # those rows belong to no request and come out as 0.
+    rows = qo[-1]
+    out[0, rows:].zero_()
+    q = query[0, :, :rows].transpose(0, 1)
+
+    def plan(wrapper: Any) -> None:
+        wrapper.plan(qo_indptr, kv_indptr, heads, kv_heads, dim, causal=True,
+                     q_data_type=query.dtype, kv_data_type=key.dtype, **settings)
+
+    plan_key = (len(qo) - 1, qo, kv, heads, kv_heads, dim, query.dtype)
+    wrapper = plans.planned("ragged", q, backend, settings, rows, plan_key, plan)
+    wrapper.run(q, key[0], value[0], out=out[0, :rows])
 
 
 def flashband_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
@@ -151,14 +157,23 @@ def flashband_attention(module: Any, query: Any, key: Any, value: Any, attention
 
     _refuse_unsupported(module, query, key, value, dropout, kwargs)
     batch, heads, q_len, dim = query.shape
-    mask = _mask_of(module, attention_mask, key.shape[2], q_len)
-    settings = dict(window_left=_window_left(mask, sliding_window, module),
-                    logits_soft_cap=None if not softcap else float(softcap),
-                    sm_scale=None if scaling is None else float(scaling))
     out = torch.empty((batch, q_len, heads, dim), dtype=query.dtype, device=query.device)
+    if kwargs.get("cu_seq_lens_q") is not None:  # continuous batching's packed requests
+        if attention_mask is not None or batch != 1 or kwargs.get("block_table") is not None:
+            raise UnsupportedError(
+                "continuous batching: flashband takes packed requests (cu_seq_lens_q/k) over "
+                "gathered K/V without a mask (the FlashAttention-style inputs); got "
+                f"attention_mask {type(attention_mask).__name__}, batch {batch}, block_table "
+                f"{type(kwargs.get('block_table')).__name__}")
+        settings = _settings(None, sliding_window, softcap, scaling, module)
+        _varlen(query, key, value, kwargs["cu_seq_lens_q"], kwargs["cu_seq_lens_k"], settings,
+                backend, out)
+        return out, None
+    mask = _mask_of(module, attention_mask, key.shape[2], q_len)
+    settings = _settings(mask.window, sliding_window, softcap, scaling, module)
     if q_len == 1 and mask.first_key is None and mask.causal:
-        _decode_plans.run(query[:, :, 0, :], key, value, mask.kv_len, settings, backend,
-                          out.view(batch, heads, dim))
+        _decode(query[:, :, 0, :], key, value, mask.kv_len, settings, backend,
+                out.view(batch, heads, dim))
         return out, None
     for b in range(batch):
         first = mask.first_key[b] if mask.first_key is not None else 0
