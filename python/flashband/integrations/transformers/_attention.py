@@ -9,7 +9,8 @@ single_prefill_with_kv_cache per row, reading transformers' tensors in place. De
 unpadded batch reads the whole cache as a paged cache of B pages of S slots (HND), one
 BatchDecodeWithPagedKVCacheWrapper run for all rows, planned once per step and shared by
 the layers that have the same settings. A left-padded batch runs row by row (each row's K/V
-starts at its first valid key, which pages of one size cannot express).
+starts at its first valid key, which pages of one size cannot express). Continuous
+batching's packed requests (cu_seq_lens_q/k) run as one ragged prefill (_varlen).
 """
 
 from __future__ import annotations
