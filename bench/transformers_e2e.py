@@ -67,7 +67,7 @@ def wrap_with_range(names):
     for name in names:
         if name == "eager":
             continue  # eager is the models' built-in fallback, not in the interface
-        fn = AttentionInterface._global_mapping[name]
+        fn = AttentionInterface()[name]
         if getattr(fn, "_bench_wrapped", False):
             continue
 
