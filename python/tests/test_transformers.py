@@ -24,6 +24,10 @@ from flashband.integrations.transformers import _plans, register, transformers_v
 
 VOCAB, PROMPT, PAD, STEPS, WINDOW = 96, 12, 3, 16, 5
 
+# Tiny models: torch's intra-op threads only contend on a small shared machine (this file
+# took 110 s with torch's default threads on CI's two cores, 11 s with one).
+torch.set_num_threads(1)
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _header(request):
@@ -253,7 +257,7 @@ def test_static_cache_generate(name):
 def _generate_batch(model, requests, new_tokens):
     config = transformers.GenerationConfig(max_new_tokens=new_tokens, do_sample=False,
                                            eos_token_id=-1, pad_token_id=0)
-    cb = transformers.ContinuousBatchingConfig(num_blocks=64, block_size=16, max_batch_tokens=256,
+    cb = transformers.ContinuousBatchingConfig(num_blocks=128, block_size=16, max_batch_tokens=256,
                                                use_cuda_graph=False, auto_switch_to_flash=False)
     with torch.no_grad():
         out = model.generate_batch(inputs=requests, generation_config=config,
