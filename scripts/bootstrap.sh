@@ -52,6 +52,21 @@ if ! "$deps/venv/bin/python" -c "import nanobind, numpy, pytest, hypothesis, sci
     "hypothesis==$HYPOTHESIS_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION"
 fi
 
+# transformers integration tests (python/tests/test_transformers.py): torch and a pinned
+# transformers in their own venv, deps/venv-hf (same Python as deps/venv, so build/python's
+# module loads there). PyPI's torch wheel brings its CUDA libraries: ~5.6 GB and ~2.5 min on a
+# fresh machine (measured 2026-12-07). FLASHBAND_TRANSFORMERS=0 skips it.
+TORCH_VERSION=2.15.0
+TRANSFORMERS_VERSION=5.25.0
+hf_venv="$deps/venv-hf"
+hf_pins="torch==$TORCH_VERSION transformers==$TRANSFORMERS_VERSION numpy==$NUMPY_VERSION pytest==$PYTEST_VERSION"
+if [ "${FLASHBAND_TRANSFORMERS:-1}" != 0 ] && [ "$(cat "$hf_venv/.pins" 2>/dev/null)" != "$hf_pins" ]; then
+  [ -x "$hf_venv/bin/python" ] || "$py" -m venv "$hf_venv"
+  # shellcheck disable=SC2086  # the pins are separate words
+  "$hf_venv/bin/python" -m pip install -q --disable-pip-version-check $hf_pins
+  echo "$hf_pins" >"$hf_venv/.pins"
+fi
+
 # Header-only GPU dependencies, from pinned PyPI wheels, keeping only the headers.
 fetch_headers() {  # name version wheel-subdir dest
   local name="$1" version="$2" sub="$3" dest="$4"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: check that the prepared variants still apply, build, run every C++ test
 # (GPU tests skip without a GPU), a new user's `pip install .` (scripts/new_user_check.sh),
-# then the Python package's tests on the cpu backend.
+# the Python package's tests on the cpu backend, the host tests under ASan/UBSan with the
+# fuzz harness, and the transformers integration's tests in deps/venv-hf.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -24,4 +25,9 @@ if [ "${FLASHBAND_SANITIZERS:-1}" != 0 ] && command -v clang++ >/dev/null 2>&1; 
   ctest --test-dir build-asan --output-on-failure -j "${FLASHBAND_JOBS:-$(nproc)}" -E "^(gpu|install|fuzz)[.]"
   ctest --test-dir build-asan --output-on-failure -R "^fuzz[.]" -V |
     grep -E "^[0-9]+: (Done [0-9]+ runs|stat::number_of_executed_units)"
+fi
+# flashband under transformers' models (bootstrap's deps/venv-hf: torch + pinned transformers)
+if [ -x "$root/deps/venv-hf/bin/python" ]; then
+  PYTHONPATH="$root/build/python:$root/python" "$root/deps/venv-hf/bin/python" -m pytest -q \
+    -W ignore::FutureWarning python/tests/test_transformers.py
 fi
