@@ -3,6 +3,7 @@
 # machine could build but whose headers are missing is a configure error, never a quiet
 # omission: the error names the package that adds it and the option that leaves it out.
 # Needs cmake/flashband_cuda.cmake and cmake/flashband_deps.cmake first.
+set(FB_CUDA 0)  # the CUDA runtime and backends/cuda; sm80 comes with it
 set(FB_SM80 0)
 set(FB_SM90 0)
 set(FB_CUDNN 0)
@@ -23,6 +24,7 @@ if(NOT FLASHBAND_HAVE_CUDA)
                         "need the CUDA build, but: ${_fb_no_cuda}")
   endif()
 else()
+  set(FB_CUDA 1)
   set(FB_SM80 1)
 
   # sm90: wgmma kernels over CUTLASS's cute headers, built when 90a is asked for.

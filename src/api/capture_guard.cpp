@@ -8,14 +8,14 @@
 #include "flashband/error.h"
 #include "plan/launch_signature.h"
 #include "plan/workspace_claim.h"
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace flashband::detail {
 
 bool stream_is_capturing(void* stream) {
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
     cudaGetLastError();  // a stream that cannot be queried is not capturing for us

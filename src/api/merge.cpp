@@ -4,7 +4,7 @@
 #include "api/validate.h"
 #include "backends/cpu/cpu_backend.h"
 #include "flashband/config.h"
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include "backends/cuda/merge.h"
 #endif
 
@@ -55,7 +55,7 @@ void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView&
     cpu::cpu_merge_state(v_a, s_a, v_b, s_b, v_out, s_out);
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda::merge_state(v_a, s_a, v_b, s_b, v_out, s_out, stream);
 #else
   throw Error(ErrorCode::kNotBuilt, "merge_state: CUDA tensors given but this build has no GPU backends");
@@ -80,7 +80,7 @@ void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_
     cpu::cpu_merge_states(v, s, v_out, s_out);
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda::merge_states(v, s, v_out, s_out, stream);
 #else
   throw Error(ErrorCode::kNotBuilt, "merge_states: CUDA tensors given but this build has no GPU backends");

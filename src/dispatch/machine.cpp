@@ -4,7 +4,7 @@
 
 #include "dispatch/select.h"
 #include "flashband/config.h"
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 #if FLASHBAND_WITH_CUDNN
@@ -15,7 +15,7 @@ namespace flashband::dispatch {
 
 MachineInfo machine_info(Device device, int device_id) {
   MachineInfo m;
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   static std::once_flag once;
   static int count = 0;
   static std::vector<int> archs;

@@ -4,13 +4,13 @@
 
 #include "flashband/config.h"
 #include "flashband/error.h"
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace flashband::detail {
 
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 namespace {
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)

@@ -8,14 +8,14 @@
 
 #include "flashband/config.h"
 
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace flashband::testing {
 
 namespace {
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
@@ -34,7 +34,7 @@ DeviceBuffer::DeviceBuffer(Device device, std::size_t bytes) : device_(device), 
     if (!data_) throw std::bad_alloc();
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda_check(cudaMalloc(&data_, n), "cudaMalloc");
 #else
   no_cuda();
@@ -61,7 +61,7 @@ void DeviceBuffer::release() noexcept {
   if (device_ == Device::kCPU) {
     std::free(data_);
   } else {
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
     cudaFree(data_);
 #endif
   }
@@ -77,7 +77,7 @@ void DeviceBuffer::upload_at(std::size_t offset, const void* host, std::size_t b
     std::memcpy(dst, host, bytes);
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda_check(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 #else
   no_cuda();
@@ -91,7 +91,7 @@ void DeviceBuffer::fill_bytes(unsigned char value, std::size_t bytes) {
     std::memset(data_, value, bytes);
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda_check(cudaMemset(data_, value, bytes), "cudaMemset");
 #else
   no_cuda();
@@ -105,7 +105,7 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
     std::memcpy(host, data_, bytes);
     return;
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda_check(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
 #else
   no_cuda();
@@ -114,7 +114,7 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
 
 void synchronize(Device device) {
   if (device == Device::kCPU) return;
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 #else
   no_cuda();
@@ -122,7 +122,7 @@ void synchronize(Device device) {
 }
 
 bool cuda_available() {
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 #else

@@ -9,7 +9,7 @@
 #include "device_buffer.h"
 #include "flashband/config.h"
 
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
@@ -38,7 +38,7 @@ double median_ms(Device device, int warmup_iters, int timed_iters, const std::fu
     }
     return median(ms);
   }
-#if FLASHBAND_WITH_SM80
+#if FLASHBAND_WITH_CUDA
   auto check = [](cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
   };
