@@ -74,10 +74,12 @@ void plan_into(std::shared_ptr<const Plan>& plan, std::shared_ptr<const Capture>
   // later plan (or that backend's refusal names why), so a replayed graph never meets a plan
   // that auto moved to another backend (padded batches, growing lengths).
   PlanRequest r = request;
-  const bool keep = r.opts.cuda_graph && r.opts.backend == Backend::kAuto && plan && plan->opts.cuda_graph;
+  const bool keep = r.opts.cuda_graph && r.opts.backend == Backend::kAuto && plan && plan->opts.cuda_graph &&
+                    plan->chosen_by_auto;
   if (keep) r.opts.backend = plan->backend;
   std::shared_ptr<Plan> next = make_plan(r, workspace);
   if (keep) {
+    next->chosen_by_auto = true;
     static const std::string kept = "auto: kept ";
     next->selection = plan->selection.compare(0, kept.size(), kept) == 0
                           ? plan->selection

@@ -135,6 +135,7 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     if (p.opts.cuda_graph) p.state_signature = state_signature_of(p);
   });
   if (p.opts.backend == Backend::kAuto) {
+    p.chosen_by_auto = true;
     std::string order;
     for (Backend b : dispatch::auto_preference(p.problem)) order += std::string(order.empty() ? "" : ", ") + backend_name(b);
     p.selection = "auto (preference " + order + ") chose " + backend_name(p.backend) +
@@ -213,6 +214,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.cuda_graph = r.opts.cuda_graph;
   d.disable_split_kv = r.opts.disable_split_kv;
   d.device_page_indices = r.pages && r.pages->device_indices;
+  d.no_host_page_indices = d.device_page_indices && !r.pages->indices;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry(),

@@ -2,7 +2,8 @@
 // device array (PagedIndex::device_indices). A run that meets an index outside the cache
 // records the first one there instead of dereferencing it; the object's next plan(), run()
 // or check() raises it. The word is pinned host memory mapped into the device, so those
-// calls read it without waiting for the GPU (a run still in flight reports later).
+// calls read it without waiting for the GPU (a run still in flight reports later); it lives
+// as long as the process, since a captured graph holds its address.
 #pragma once
 #include <memory>
 
@@ -10,7 +11,7 @@ namespace flashband::detail {
 
 class PageStatus {
  public:
-  explicit PageStatus(int device_id);
+  explicit PageStatus(int device_id);  // mapped memory is portable: any device may write it
   ~PageStatus();
   PageStatus(const PageStatus&) = delete;
   PageStatus& operator=(const PageStatus&) = delete;

@@ -44,6 +44,7 @@ struct Plan {
   dispatch::KernelEntry kernel;
   std::vector<dispatch::Selection> candidates;  // what `auto` may fall back to, in order
   std::string selection;               // RunInfo::selection: why this backend
+  bool chosen_by_auto = false;         // auto chose (or, under cuda_graph, kept) the backend
   core::AttentionParams params;        // tensors filled in by run()
   std::shared_ptr<void> backend_state; // e.g. a cuDNN graph, owned by the plan
   // RunInfo::variant, built once per plan: the kernel key, plus what the backend's planner

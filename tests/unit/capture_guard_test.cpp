@@ -276,15 +276,29 @@ TEST(CaptureGuard, AutoKeepsItsFirstBackendUnderCudaGraphs) {
   const auto requested = plans(true, Backend::kCPU);
   EXPECT_EQ(requested.first, "requested");
   EXPECT_EQ(requested.second, "requested");
+  // Only a backend auto chose is kept: an explicit first plan leaves auto free to choose.
+  Options opts;
+  opts.cuda_graph = true;
+  opts.backend = Backend::kCPU;
+  BatchDecodePaged decode;
+  decode.plan(pages, 1, shape, opts, {});
+  opts.backend = Backend::kAuto;
+  EXPECT_EQ(decode.plan(pages, 1, shape, opts, {}).selection, graph.first);
+  EXPECT_EQ(decode.plan(pages, 1, shape, opts, {}).selection, graph.second);
 }
 
-// Device page indices: only backends whose runs read them accept them (not cpu); with
-// neither host nor device indices a plan names the missing array.
+// Device page indices: the cpu backend does not read them, so it copies host ones given
+// beside them and refuses them alone; with neither a plan names the missing array.
 TEST(CaptureGuard, DevicePageIndicesAreRefusedByTheCpuBackend) {
   const int32_t indptr[] = {0, 2}, indices[] = {0, 1}, last[] = {16};
   const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
   PagedIndex pages{indptr, indices, last, 16, 2};
-  pages.device_indices = indices;  // any non-null pointer: the refusal comes first
+  pages.device_indices = indices;  // any non-null pointer: it is never read here
+  {
+    BatchDecodePaged decode;
+    EXPECT_EQ(decode.plan(pages, 1, shape, Options{}, {}).backend, Backend::kCPU);
+  }
+  pages.indices = nullptr;
   for (Backend backend : {Backend::kAuto, Backend::kCPU}) {
     Options opts;
     opts.backend = backend;
@@ -298,7 +312,6 @@ TEST(CaptureGuard, DevicePageIndicesAreRefusedByTheCpuBackend) {
     }
   }
   pages.device_indices = nullptr;
-  pages.indices = nullptr;
   Options opts;
   BatchDecodePaged decode;
   try {

@@ -10,9 +10,11 @@
 namespace flashband::cuda {
 
 // Copies `bytes` from host `src` to device `dst` on `stream` (a cudaStream_t) and returns
-// without waiting for the stream; `src` may be freed at once. On a capturing stream, or
-// when staging cannot be had, it copies from `src` directly (which may wait). Throws
-// flashband::Error(kCudaError) naming the call when CUDA fails.
+// without waiting for the stream; `src` may be freed at once. Where staging cannot be had
+// (64 blocks in flight, no pinned memory, a stream of another device than the current
+// one) it copies from `src` directly, which may wait. A stream that is capturing a graph
+// is refused (Error kInvalidArgument naming the stream): plans are made outside captures.
+// Throws flashband::Error(kCudaError) naming the call when CUDA fails.
 void copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream);
 
 // Staging blocks held (for tests and diagnostics).

@@ -62,12 +62,13 @@ inline int implicit_grid(const core::AttentionParams& p, int block_m) {
 }
 
 // Records the first page index outside the pools (p.page_status: device page indices only).
+// The word is mapped host memory the host also writes: system-scope atomics.
 __device__ __noinline__ inline void report_bad_page(int* status, int entry, int64_t page) {
-  if (atomicCAS(status, 0, 1) == 0) {
+  if (atomicCAS_system(status, 0, 1) == 0) {
     status[1] = entry;
     status[2] = static_cast<int>(page);
     __threadfence_system();  // the host reads the word only once it is published
-    atomicExch(status + 3, 1);
+    atomicExch_system(status + 3, 1);
   }
 }
 
