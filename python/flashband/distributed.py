@@ -32,6 +32,9 @@ their q rows and one scatter of their states per sub-batch.
 Exchange: one all-gather of the outputs (the q dtype) and one of the LSEs (float32), then
 the merge. Every buffer run() touches is made by plan(), so run() allocates nothing and
 can be captured in a CUDA graph where the process group's backend allows it (NCCL does).
+A graph replays the plan it was captured after: plan() makes new sub-batches and buffers
+(their number depends on the windows), so capture again after each plan, and drop graphs
+of earlier plans, whose buffers are freed with them.
 Chunked prefill is not here yet.
 """
 
