@@ -1,6 +1,6 @@
-"""flashband.distributed: decode over a KV cache sharded across ranks equals the
-single-process decode and the float64 oracle (SPEC.md's bounds), for causal, sliding
-window, GQA, empty shards and shards of unequal size. Ranks are gloo processes on the CPU
+"""flashband.distributed: decode and chunked prefill over a KV cache sharded across ranks
+equal the single-process run and the float64 oracle (SPEC.md's bounds), for causal,
+sliding window, GQA, empty shards and shards of unequal size. Ranks are gloo processes on the CPU
 (2 and 4 of them), or simulated in one process (the per-shard kernels and the merge on the
 cpu backend, and on sm80 where a GPU is present)."""
 
@@ -14,19 +14,24 @@ import pytest
 torch = pytest.importorskip("torch", reason="flashband.distributed needs torch (torch.distributed)")
 
 import flashband  # noqa: E402
-from flashband.distributed import ContextParallelDecodeWrapper, ShardDecode  # noqa: E402
+from flashband.distributed import (ContextParallelDecodeWrapper,  # noqa: E402
+                                   ContextParallelPrefillWrapper, ShardDecode, ShardPrefill)
 from _checks import assert_empty_rows_exact, assert_lse, assert_out  # noqa: E402
 from _reference import attention_np  # noqa: E402
 
-# name -> (seq_lens, window_left, Hq, Hk, how the keys are split). "random": contiguous
-# ranges of random (unequal, sometimes empty) sizes, dealt to the ranks in a shuffled order;
-# "one_rank": each request wholly on one rank, the others' shards empty for it.
+# name -> (seq_lens, window_left, Hq, Hk, how the keys are split, query rows per request
+# (None: decode, one each)). "random": contiguous ranges of random (unequal, sometimes
+# empty) sizes, dealt to the ranks in a shuffled order; "one_rank": each request wholly on
+# one rank, the others' shards empty for it. Prefill queries are each request's last rows.
 CASES = {
-    "causal": ([1, 37, 130, 64], -1, 4, 4, "random"),
-    "window": ([50, 130, 9, 200, 77], 40, 4, 4, "random"),
-    "gqa_window": ([130, 3, 200, 61], 17, 8, 2, "random"),
-    "empty_shards": ([0, 45, 130, 8], 20, 8, 2, "one_rank"),
-    "window_hides_none": ([5, 33], 1000, 8, 2, "random"),
+    "causal": ([1, 37, 130, 64], -1, 4, 4, "random", None),
+    "window": ([50, 130, 9, 200, 77], 40, 4, 4, "random", None),
+    "gqa_window": ([130, 3, 200, 61], 17, 8, 2, "random", None),
+    "empty_shards": ([0, 45, 130, 8], 20, 8, 2, "one_rank", None),
+    "window_hides_none": ([5, 33], 1000, 8, 2, "random", None),
+    "prefill_causal": ([40, 130, 17, 64], -1, 8, 2, "random", [40, 25, 1, 9]),
+    "prefill_window": ([100, 130, 33, 70], 20, 4, 4, "random", [30, 70, 33, 2]),
+    "prefill_empty_shards": ([60, 9], 7, 8, 2, "one_rank", [20, 9]),
 }
 HEAD_DIM, PAGE_SIZE = 64, 8
 DTYPES = ("float32", "bfloat16")  # what the cpu backend serves under torch
@@ -68,10 +73,12 @@ class Case:
     """One batch's q, keys and values, the reference, and each rank's shard."""
 
     def __init__(self, name, world, seed=0):
-        self.seq_lens, self.window, self.hq, self.hk, how = CASES[name]
+        self.seq_lens, self.window, self.hq, self.hk, how, qo_lens = CASES[name]
+        self.decode = qo_lens is None
+        self.qo_indptr = np.concatenate([[0], np.cumsum(qo_lens or [1] * len(self.seq_lens))])
         rng = np.random.default_rng([seed, world, sorted(CASES).index(name)])
         d = HEAD_DIM
-        self.q = rng.standard_normal((len(self.seq_lens), self.hq, d)).astype(np.float32)
+        self.q = rng.standard_normal((self.qo_indptr[-1], self.hq, d)).astype(np.float32)
         self.k = [rng.standard_normal((n, self.hk, d)).astype(np.float32) for n in self.seq_lens]
         self.v = [rng.standard_normal((n, self.hk, d)).astype(np.float32) for n in self.seq_lens]
         self.world = world
@@ -90,20 +97,22 @@ class Case:
             shard["v_pool"] = paginate(shard["v"], page_rng)[0]
 
     def reference(self, dtype):
-        """float64 oracle on the dtype-rounded inputs: (out [B, Hq, D], lse [B, Hq])."""
+        """float64 oracle on the dtype-rounded inputs: (out [rows, Hq, D], lse [rows, Hq])."""
         rounded = lambda x: torch.from_numpy(x).to(getattr(torch, dtype)).double().numpy()
         outs, lses = [], []
         for b in range(len(self.seq_lens)):
-            o, lse = attention_np(rounded(self.q[b:b + 1]), rounded(self.k[b]), rounded(self.v[b]),
+            rows = slice(self.qo_indptr[b], self.qo_indptr[b + 1])
+            o, lse = attention_np(rounded(self.q[rows]), rounded(self.k[b]), rounded(self.v[b]),
                                   causal=True, window_left=self.window)
-            outs.append(o[0])
-            lses.append(lse[0])
-        return np.stack(outs), np.stack(lses)
+            outs.append(o)
+            lses.append(lse)
+        return np.concatenate(outs), np.concatenate(lses)
 
     def plan_args(self, rank):
         s = self.shards[rank]
-        return (s["indptr"], s["indices"], s["last"], s["offsets"], self.seq_lens, self.hq,
+        args = (s["indptr"], s["indices"], s["last"], s["offsets"], self.seq_lens, self.hq,
                 self.hk, HEAD_DIM, PAGE_SIZE)
+        return args if self.decode else (self.qo_indptr,) + args
 
     def cache(self, rank, dtype, device):
         s = self.shards[rank]
@@ -118,12 +127,17 @@ class Case:
         pool, indptr, indices, last = paginate(self.k, np.random.default_rng(1))
         v_pool = paginate(self.v, np.random.default_rng(1))[0]
         idx = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int32)).to(device)
-        nbytes = flashband.batch_workspace_bytes(len(self.seq_lens), len(self.seq_lens), self.hq,
+        nbytes = flashband.batch_workspace_bytes(len(self.seq_lens), len(self.q), self.hq,
                                                  HEAD_DIM, device)
-        wrapper = flashband.BatchDecodeWithPagedKVCacheWrapper(
-            torch.empty(nbytes, dtype=torch.uint8, device=device), backend=backend)
-        wrapper.plan(idx(indptr), idx(indices), idx(last), self.hq, self.hk, HEAD_DIM, PAGE_SIZE,
-                     window_left=self.window, q_data_type=dtype, return_lse=True)
+        workspace = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        pages = (idx(indptr), idx(indices), idx(last), self.hq, self.hk, HEAD_DIM, PAGE_SIZE)
+        settings = dict(window_left=self.window, q_data_type=dtype, return_lse=True)
+        if self.decode:
+            wrapper = flashband.BatchDecodeWithPagedKVCacheWrapper(workspace, backend=backend)
+            wrapper.plan(*pages, **settings)
+        else:
+            wrapper = flashband.BatchPrefillWithPagedKVCacheWrapper(workspace, backend=backend)
+            wrapper.plan(idx(self.qo_indptr), *pages, causal=True, **settings)
         to = lambda x: torch.from_numpy(x).to(device=device, dtype=getattr(torch, dtype))
         return wrapper.run(to(self.q), (to(pool), to(v_pool)), return_lse=True)
 
@@ -144,7 +158,7 @@ def simulate(case, dtype, device, backend):
     q = torch.from_numpy(case.q).to(device=device, dtype=getattr(torch, dtype))
     outs, lses = [], []
     for rank in range(case.world):
-        shard = ShardDecode(device, backend=backend)
+        shard = (ShardDecode if case.decode else ShardPrefill)(device, backend=backend)
         shard.plan(*case.plan_args(rank), window_left=case.window, q_data_type=dtype)
         out, lse = shard.run(q, case.cache(rank, dtype, device))
         outs.append(out.clone())
@@ -207,7 +221,8 @@ def _worker(rank, world, store, names):
         for name in names:
             case = Case(name, world)
             for dtype in DTYPES:
-                wrapper = ContextParallelDecodeWrapper(backend="cpu")
+                wrapper = (ContextParallelDecodeWrapper if case.decode else
+                           ContextParallelPrefillWrapper)(backend="cpu")
                 wrapper.plan(*case.plan_args(rank), window_left=case.window, q_data_type=dtype)
                 q = torch.from_numpy(case.q).to(getattr(torch, dtype))
                 first = None
