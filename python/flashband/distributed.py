@@ -68,14 +68,14 @@ def _host_ints(x: Any, name: str, length: int) -> np.ndarray:
 
 
 def _pieces(m: int, n: int, after: int, window: int) -> List[Tuple[int, int, bool, int]]:
-    """How one request's m query rows (the request's last m tokens, all after its keys on
-    other ranks) see a range of n keys that ends `after` keys before the last query row's
-    own key: [(first row, rows, causal, local window)], each exact under the kernels'
-    bottom-right alignment (a piece of k rows puts its row r at key position n - k + r).
-    Rows [0, c) reach into the range: a causal piece of c rows sits where the kernel puts
-    it, so the window W applies unchanged. Rows from c on lie d >= 0 keys past the range's
-    end; of them only the first k see a key under the window, and a non-causal piece of k
-    rows with window W - d - k keeps exactly their keys. Rows in no piece see no key. A
+    """How one request's m query rows (its last m tokens) see one rank's range of n of its
+    keys, a range that ends `after` keys before the last row's own key: [(first row, rows,
+    causal, local window)], each exact under the kernels' bottom-right alignment (a piece
+    of k rows puts its row r at local key position n - k + r). Rows [0, c) reach into the
+    range: a causal piece of c rows sits where the kernel puts it, so the window W applies
+    unchanged. Row c + r sits at n + d + r, past the range's end; of those rows only the
+    first k see a key under the window, and a non-causal piece of k rows with window
+    W - d - k keeps exactly their keys. Rows in no piece see no key. A
     window that leaves the last row all n keys hides nothing: the piece then has none."""
     if n == 0:
         return []
