@@ -107,3 +107,20 @@ def all_envs():
         envs.append(pytest.param(Env("torch", "cuda", b, ("float16", "bfloat16")),
                                  id=f"torch-cuda-{b}", marks=cuda_marks))
     return envs
+
+
+class DLPackOnly:
+    """An array flashband knows only through DLPack (neither a torch, a CuPy nor a NumPy
+    type, and without shape or dtype attributes), as another framework's may be: a wrapper
+    puts a plan's arrays and its runs' scratch together in such a float workspace (no int
+    workspace of its own), and plans on the legacy default stream."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._array.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+

@@ -14,6 +14,7 @@ import pytest
 import flashband
 from _cases import Paged, Ragged, rand
 from _checks import assert_out
+from _envs import DLPackOnly
 from _reference import attention_np
 from flashband._wrapper import plan_sizes
 
@@ -912,27 +913,13 @@ def test_more_flashinfer_arguments_at_their_neutral_values():
             prefill.run(q, cache, **kw)
 
 
-class _DLPackOnly:
-    """An array known only through DLPack (no shape or dtype attribute), as another
-    framework's may be."""
-
-    def __init__(self, array):
-        self._array = array
-
-    def __dlpack__(self, *args, **kwargs):
-        return self._array.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self):
-        return self._array.__dlpack_device__()
-
-
 def test_a_workspace_known_only_through_dlpack():
     """A float workspace of another framework, known only through DLPack (no shape or
     dtype attributes): the Python checks leave it to the native module, and the wrapper
     keeps its plan's arrays in it (as the sm80 "one buffer" GPU test does on the device)."""
     rng = np.random.default_rng(5)
     q, k, v = rand(rng, 7, 4, 64), rand(rng, 19, 2, 64), rand(rng, 19, 2, 64)
-    ws = _DLPackOnly(np.empty(1 << 20, np.uint8))
+    ws = DLPackOnly(np.empty(1 << 20, np.uint8))
     w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, backend="cpu")
     w.plan(np.array([0, 7], np.int32), np.array([0, 19], np.int32), 4, 2, 64, q_data_type="float32",
            causal=True)

@@ -10,6 +10,7 @@ import pytest
 import flashband
 from _cases import Paged, Ragged
 from _checks import assert_out
+from _envs import DLPackOnly
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -184,21 +185,6 @@ def test_cuda_graph_follows_plans_that_keep_the_launch(backend):
         eager = w.run(to_gpu(longer.q), (to_gpu(fourth.k_pages), to_gpu(fourth.v_pages)))
     torch.cuda.synchronize()
     assert_out(eager.double().cpu().numpy(), reference(longer), DTYPE)
-
-
-class DLPackOnly:
-    """A device array flashband knows only through DLPack (neither a torch nor a CuPy type):
-    a wrapper puts a plan's arrays and its runs' scratch together in such a float
-    workspace (no int workspace of its own), and plans on the legacy default stream."""
-
-    def __init__(self, tensor):
-        self._tensor = tensor
-
-    def __dlpack__(self, *args, **kwargs):
-        return self._tensor.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self):
-        return self._tensor.__dlpack_device__()
 
 
 @pytest.mark.parametrize("page_size,window_left,mode", [(1, -1, "int workspace"),
