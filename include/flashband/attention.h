@@ -137,8 +137,7 @@ struct PagedIndex {
   // index, and `indices` may be null (then plan() reads none on the host). A run meeting an
   // index outside [0, pages of the cache) never dereferences it: it records the first one,
   // and the object's next plan(), run() or check() raises it. Backends that copy page
-  // indices at plan time (support matrix) copy `indices` instead, and refuse a null one;
-  // auto tries the backends that read the device array first.
+  // indices at plan time refuse it (support matrix: device page indices).
   const int32_t* device_indices = nullptr;
 };
 

@@ -35,10 +35,8 @@ struct ProblemDesc {
   // longer depends on it; kept so callers can state it).
   bool cuda_graph = false;
   bool disable_split_kv = false;  // Options::disable_split_kv
-  // PagedIndex::device_indices: runs may read the page indices from a device array as it is
-  // then; without host indices beside it (no_host_page_indices) only backends that do serve.
+  // PagedIndex::device_indices: runs read the page indices from a device array as it is then.
   bool device_page_indices = false;
-  bool no_host_page_indices = false;
 };
 
 struct SupportAnswer {

@@ -42,6 +42,12 @@ def plan_sizes(qo_indptr: Optional[np.ndarray], head_dim: int,
     return (batch, qo_tokens, head_dim, pages, request_pages)
 
 
+def _has_host_indices(args: tuple) -> bool:
+    """Whether a paged plan's native arguments hold host page indices (fast_decode_plan's
+    give None)."""
+    return all(a is not None for a in args)
+
+
 def _installed_anyway(e: Exception) -> bool:
     """The cuda_graph guard refuses a plan after installing it (the workspace holds it), so
     the wrapper follows that plan; any other error leaves the previous one."""
@@ -89,8 +95,7 @@ class BatchWrapperBase:
         self._graph_batch: Optional[int] = None  # the batch size they fix under use_cuda_graph
         self._page_index_room = 0        # the page-index buffer's length: the arrays' capacity
         self._page_index_buffer: Any = None  # FlashInfer's, under use_cuda_graph: the runs read it
-        self._device_indices: Any = None  # what the runs may read page indices from
-        self._planned_backend: Optional[str] = None  # the backend of the last plan
+        self._device_indices: Any = None  # what the runs read page indices from (None: a copy)
         self.last_run_info = None
 
     def _take_index_buffers(self, given: dict, batch_from: Tuple[Tuple[str, int], ...],
@@ -120,11 +125,13 @@ class BatchWrapperBase:
         if batches:
             self._graph_batch = next(iter(batches.values()))
         self._page_index_room = self._index_room.get(page_indices, 0) if page_indices else 0
-        if page_indices and page_indices in given and fw.device_of(self._workspace)[0] == "cuda":
+        if (page_indices and page_indices in given and self._backend in ("auto", "sm80")
+                and fw.device_of(self._workspace)[0] == "cuda"):
             # FlashInfer's kernels read this buffer at every replay, so an engine may rewrite
             # the page table in place between replays; sm80's do too (PagedIndex::
-            # device_indices), which also keeps the page indices out of the int workspace, and
-            # auto tries sm80 first for it. cudnn and sm90 copy the host indices at plan time.
+            # device_indices), which also keeps the page indices out of the int workspace.
+            # cudnn and sm90 refuse device indices: their wrappers copy the host ones at plan
+            # time, and so do auto's where no backend reading them serves (_do_plan).
             self._page_index_buffer = given[page_indices]
 
     def _check_index_buffers(self, arrays: dict, batch: int) -> None:
@@ -290,7 +297,16 @@ class BatchWrapperBase:
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
         self._plan_sizes, self._device_indices = sizes, device_indices
         try:
-            self._plan_now(return_lse)
+            try:
+                self._plan_now(return_lse)
+            except UnsupportedError as e:
+                # auto with the graph buffer: where no backend reads device page indices (sm80
+                # cannot serve the problem), the host ones given to plan() are copied instead.
+                if not (device_indices is self._page_index_buffer is not None and self._backend == "auto"
+                        and _has_host_indices(args) and "from a device array" in str(e)):
+                    raise
+                self._device_indices = None
+                self._plan_now(return_lse)
         except Exception as e:  # also an allocation that failed before the native plan
             if not _installed_anyway(e):  # the native object kept its previous plan
                 (self._plan_args, self._semantics, self._num_qo_heads,
@@ -313,10 +329,7 @@ class BatchWrapperBase:
             return None  # the cpu backend keeps a plan's arrays on the host
         batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
         batch = max(batch, self._graph_batch or 0)
-        # sm80 reads device indices (auto's first choice for them); cudnn and sm90 copy.
-        reads_device = self._backend == "sm80" or (
-            self._backend == "auto" and self._planned_backend in (None, "sm80"))
-        if self._device_indices is not None and reads_device:
+        if self._device_indices is not None:
             page_indices = 0  # sm80's runs read the caller's array: no copy in the workspace
         else:
             page_indices = max(page_indices, self._page_index_room)  # the buffer's capacity
@@ -351,15 +364,14 @@ class BatchWrapperBase:
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
         with fw.device_guard(self._workspace):
             try:
-                info = self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
-                                         None if plan_workspace is None else fw.native(plan_workspace),
-                                         **device)
+                self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
+                                  None if plan_workspace is None else fw.native(plan_workspace),
+                                  **device)
             except FlashbandError as e:
                 if _installed_anyway(e):
                     self._keep(plan_workspace)
                     self._planned_lse = return_lse
                 raise
-        self._planned_backend = info.backend if info is not None else None
         self._keep(plan_workspace)
         self._planned_lse = return_lse
 

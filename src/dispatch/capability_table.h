@@ -36,8 +36,7 @@ struct Limits {
   bool window_qo_longer_than_kv = true;  // window_left with a request whose qo_len > kv_len
   bool split_kv_control = true;  // honours Options::disable_split_kv
   // Reads page indices from the caller's device array at every run (PagedIndex::
-  // device_indices) rather than copying host ones at plan time; backends without it serve
-  // device indices only where host ones come beside them, and copy those.
+  // device_indices) rather than copying them at plan time.
   bool device_page_indices = false;
   // cudnn rows: runtime cuDNN versions are also checked against
   // backends/cudnn/known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.

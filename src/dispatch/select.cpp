@@ -64,7 +64,7 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
            " when a request has qo_len > kv_len";
   if (p.disable_split_kv && !l.split_kv_control)
     return prefix(b) + "does not support disable_split_kv=true (it cannot promise that no engine splits the keys)";
-  if (p.no_host_page_indices && !l.device_page_indices)
+  if (p.device_page_indices && !l.device_page_indices)
     return prefix(b) + "does not read paged_kv_indices from a device array at run time (it copies them at "
                        "plan time); give host page indices";
   if (p.has_empty_rows && !l.empty_rows)
@@ -204,22 +204,16 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
     if (v.ok) return {{requested, v.kernel, v.row->status}};
     return {select(p, requested, m, registry, table)};  // throws, naming the alternatives
   }
-  // auto: validated backends first, in speed order, then declared ones. Given device page
-  // indices, the backends that read them at run time go first (FlashInfer's CUDA-graph
-  // contract: a replay sees the caller's rewritten page table); the others copy the host ones.
-  std::vector<Selection> out, copying;
+  // auto: validated backends first, in speed order, then declared ones.
+  std::vector<Selection> out;
   std::string reasons;
   for (Status wanted : {Status::kValidated, Status::kDeclared}) {
     for (Backend b : auto_preference(p)) {
       Verdict v = check_backend(p, b, m, registry, table);
-      if (v.ok && v.row->status == wanted) {
-        const bool copies = p.device_page_indices && !v.row->limits.device_page_indices;
-        (copies ? copying : out).push_back({b, v.kernel, v.row->status});
-      }
+      if (v.ok && v.row->status == wanted) out.push_back({b, v.kernel, v.row->status});
       if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;
     }
   }
-  out.insert(out.end(), copying.begin(), copying.end());
   if (out.empty())
     throw Error(ErrorCode::kUnsupported, std::string("backend 'auto': no backend can run ") + op_name(p.op) +
                                              " with these parameters:" + reasons);

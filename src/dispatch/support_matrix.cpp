@@ -90,8 +90,7 @@ std::string support_matrix_markdown() {
   s << "\n`disable_split_kv` (no split-KV) is refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.split_kv_control; }) << ".\n";
   s << "\nPage indices read from a device array at every run (FlashInfer's CUDA-graph index "
-       "buffers, `PagedIndex::device_indices`): these backends copy the host indices at plan time "
-       "instead, and refuse device indices given without host ones: "
+       "buffers, `PagedIndex::device_indices`) are refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.device_page_indices; }) << ".\n";
   s << "\ncuDNN versions refused at selection: older than "
     << cudnn_backend::kMinCudnnVersion;

@@ -214,7 +214,6 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.cuda_graph = r.opts.cuda_graph;
   d.disable_split_kv = r.opts.disable_split_kv;
   d.device_page_indices = r.pages && r.pages->device_indices;
-  d.no_host_page_indices = d.device_page_indices && !r.pages->indices;
 
   const auto machine = dispatch::machine_info(d.device, d.device_id);
   p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry(),

@@ -287,31 +287,30 @@ TEST(CaptureGuard, AutoKeepsItsFirstBackendUnderCudaGraphs) {
   EXPECT_EQ(decode.plan(pages, 1, shape, opts, {}).selection, graph.second);
 }
 
-// Device page indices: the cpu backend does not read them, so it copies host ones given
-// beside them and refuses them alone; with neither a plan names the missing array.
+// Device page indices: only backends whose runs read them accept them (not cpu), with or
+// without host indices beside them; with neither a plan names the missing array.
 TEST(CaptureGuard, DevicePageIndicesAreRefusedByTheCpuBackend) {
   const int32_t indptr[] = {0, 2}, indices[] = {0, 1}, last[] = {16};
   const BatchShape shape{2, 1, 64, DType::kF32, Device::kCPU, 0};
   PagedIndex pages{indptr, indices, last, 16, 2};
-  pages.device_indices = indices;  // any non-null pointer: it is never read here
-  {
-    BatchDecodePaged decode;
-    EXPECT_EQ(decode.plan(pages, 1, shape, Options{}, {}).backend, Backend::kCPU);
-  }
-  pages.indices = nullptr;
-  for (Backend backend : {Backend::kAuto, Backend::kCPU}) {
-    Options opts;
-    opts.backend = backend;
-    BatchDecodePaged decode;
-    try {
-      decode.plan(pages, 1, shape, opts, {});
-      FAIL() << "the cpu backend accepted device page indices";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_NE(std::string(e.what()).find("paged_kv_indices from a device array"), std::string::npos) << e.what();
+  pages.device_indices = indices;  // any non-null pointer: the refusal comes first
+  for (const int32_t* host : {indices, static_cast<const int32_t*>(nullptr)}) {
+    pages.indices = host;
+    for (Backend backend : {Backend::kAuto, Backend::kCPU}) {
+      Options opts;
+      opts.backend = backend;
+      BatchDecodePaged decode;
+      try {
+        decode.plan(pages, 1, shape, opts, {});
+        FAIL() << "the cpu backend accepted device page indices";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+        EXPECT_NE(std::string(e.what()).find("paged_kv_indices from a device array"), std::string::npos) << e.what();
+      }
     }
   }
   pages.device_indices = nullptr;
+  pages.indices = nullptr;
   Options opts;
   BatchDecodePaged decode;
   try {

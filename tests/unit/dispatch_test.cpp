@@ -258,23 +258,13 @@ TEST(Dispatch, DevicePageIndicesOnlyWhereTheTableAllowsThem) {
   const auto& table = f.table;
   const auto& reg = f.reg;
   const MachineInfo& m = f.m;
-  // Device indices with host ones beside them: auto puts sm80, which reads the device
-  // array, before cuDNN even for prefill (cuDNN first otherwise); cuDNN copies the host ones.
-  ProblemDesc prefill = f.decode;
-  prefill.op = Op::kPagedPrefill;
-  EXPECT_EQ(select(prefill, Backend::kAuto, m, reg, table).backend, Backend::kCUDNN);
-  prefill.device_page_indices = true;
-  EXPECT_EQ(select(prefill, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
-  EXPECT_EQ(candidates(prefill, Backend::kAuto, m, reg, table).back().backend, Backend::kCUDNN);
-  EXPECT_EQ(select(prefill, Backend::kCUDNN, m, reg, table).backend, Backend::kCUDNN);
-  // Device indices alone: only sm80 serves, and cuDNN refuses by name.
   ProblemDesc decode = f.decode;
-  decode.device_page_indices = decode.no_host_page_indices = true;
+  decode.device_page_indices = true;
   EXPECT_EQ(select(decode, Backend::kAuto, m, reg, table).backend, Backend::kSM80);
   ASSERT_EQ(candidates(decode, Backend::kAuto, m, reg, table).size(), 1u);
   try {
     select(decode, Backend::kCUDNN, m, reg, table);
-    FAIL() << "cudnn accepted device page indices without host ones";
+    FAIL() << "cudnn accepted device page indices";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("does not read paged_kv_indices from a device array"), std::string::npos)
