@@ -24,12 +24,16 @@ const char* dtype_name(DType dtype) {
     case DType::kBF16: return "bfloat16";
     case DType::kF32: return "float32";
     case DType::kI32: return "int32";
+    case DType::kE4M3: return "float8_e4m3fn";
+    case DType::kE5M2: return "float8_e5m2";
   }
   return "?";
 }
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
+    case DType::kE4M3:
+    case DType::kE5M2: return 1;
     case DType::kF16:
     case DType::kBF16: return 2;
     case DType::kF32:

@@ -15,7 +15,15 @@ enum class KVStorage { kContiguous, kPaged };
 
 struct AttentionParams {
   Op op = Op::kSinglePrefill;
-  DType dtype = DType::kBF16;  // of q, k, v and o
+  DType dtype = DType::kBF16;  // of q and o (and of k and v unless kv_dtype says otherwise)
+  // K and V storage: dtype, or an fp8 format (kE4M3, kE5M2) dequantized by the kernel with
+  // per-tensor scales: s = (q . k8) * k_scale * sm_scale, o = (P . v8) * v_scale. A non-null
+  // *_scale_ptr (one float32 in the backend's memory) is read at run time and wins over the
+  // float, so a captured graph replays with a new scale.
+  DType kv_dtype = DType::kBF16;
+  float k_scale = 1.0f, v_scale = 1.0f;
+  const float* k_scale_ptr = nullptr;
+  const float* v_scale_ptr = nullptr;
   int batch = 0;
   int num_qo_heads = 0;
   int num_kv_heads = 0;

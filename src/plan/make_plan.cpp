@@ -225,6 +225,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   core::AttentionParams& a = p.params;
   a.op = r.op;
   a.dtype = d.dtype;
+  a.kv_dtype = d.dtype;  // until plans carry an fp8 KV dtype (issue 65)
   a.batch = r.batch;
   a.num_qo_heads = d.num_qo_heads;
   a.num_kv_heads = d.num_kv_heads;
