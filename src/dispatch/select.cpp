@@ -17,6 +17,7 @@ VariantKey variant_for(const ProblemDesc& p, Backend backend) {
   k.storage = (p.op == Op::kPagedPrefill || p.op == Op::kPagedDecode) ? core::KVStorage::kPaged
                                                                        : core::KVStorage::kContiguous;
   k.dtype = p.dtype;
+  k.kv_dtype = p.dtype;  // until ProblemDesc carries an fp8 KV dtype (issue 65)
   k.head_dim = p.head_dim;
   k.needs_mask = core::needs_mask(p.causal, p.window_left);
   k.soft_cap = p.soft_cap;

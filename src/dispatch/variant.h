@@ -15,17 +15,19 @@ struct VariantKey {
   Backend backend = Backend::kCPU;
   KernelShape shape = KernelShape::kPrefill;
   core::KVStorage storage = core::KVStorage::kContiguous;
-  DType dtype = DType::kBF16;
+  DType dtype = DType::kBF16;     // q's
+  DType kv_dtype = DType::kBF16;  // K/V storage: dtype, or fp8 (a different binary)
   int head_dim = 0;
   bool needs_mask = false;
   bool soft_cap = false;
 
   bool operator==(const VariantKey& o) const {
     return backend == o.backend && shape == o.shape && storage == o.storage && dtype == o.dtype &&
+           kv_dtype == o.kv_dtype &&
            head_dim == o.head_dim && needs_mask == o.needs_mask && soft_cap == o.soft_cap;
   }
   bool operator!=(const VariantKey& o) const { return !(*this == o); }
-  // "sm80/prefill/paged/bf16/d128/mask/nocap"
+  // "sm80/prefill/paged/bf16/d128/mask/nocap"; fp8 KV adds it after q's: "bf16+kv_e4m3"
   std::string to_string() const;
 };
 

@@ -19,6 +19,7 @@ void register_cpu_kernels(Registry& r) {
             key.shape = shape;
             key.storage = storage;
             key.dtype = dtype;
+            key.kv_dtype = dtype;
             key.head_dim = 0;  // any head dim
             key.needs_mask = needs_mask;
             key.soft_cap = soft_cap;

@@ -120,6 +120,7 @@ void register_cudnn_kernels(Registry& r) {
           key.shape = s.shape;
           key.storage = s.storage;
           key.dtype = dtype;
+          key.kv_dtype = dtype;
           key.head_dim = head_dim;
           key.needs_mask = needs_mask;
           key.soft_cap = false;  // refused: see check_problem

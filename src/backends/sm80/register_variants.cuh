@@ -16,6 +16,7 @@ inline dispatch::VariantKey sm80_key(dispatch::KernelShape shape, bool paged, DT
   k.shape = shape;
   k.storage = paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous;
   k.dtype = dtype;
+  k.kv_dtype = dtype;
   k.head_dim = head_dim;
   k.needs_mask = needs_mask;
   k.soft_cap = soft_cap;

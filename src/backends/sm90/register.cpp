@@ -29,6 +29,7 @@ void register_sm90_kernels(Registry& r) {
         key.shape = KernelShape::kPrefill;
         key.storage = k.storage;
         key.dtype = k.dtype;
+        key.kv_dtype = k.dtype;
         key.head_dim = k.head_dim;
         key.needs_mask = needs_mask;
         key.soft_cap = soft_cap;
