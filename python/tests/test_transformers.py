@@ -9,6 +9,7 @@ Skipped when torch or transformers is missing (pip install flashband[transformer
 """
 
 import importlib.util
+import inspect
 
 import pytest
 
@@ -20,6 +21,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import flashband  # noqa: E402
+import flashband.integrations.transformers as _tf  # noqa: E402
 from flashband.integrations.transformers import _plans, register, transformers_version  # noqa: E402
 
 VOCAB, PROMPT, PAD, STEPS, WINDOW = 96, 12, 3, 16, 5
@@ -150,16 +152,19 @@ def _assert_as_close_as_eager(got, eager, ref, what):
         f"eager bf16 {frob(eager):.3g}, {worst(eager):.3g} (vs fp32 eager)")
 
 
-def _unsupported(arch, backend, device):
-    """Why `backend` cannot run this model's attention (supports()' reason), or ''."""
+def _unsupported(arch, backend, device, padded):
+    """Why `backend` cannot run this model's attention (supports()' reason), or ''. A padded
+    batch decodes row by row through single prefill, never through paged decode."""
     if device != "cuda":
         return ""
     cfg = _config(arch, WINDOW, _head_dim(device))
     windows = [-1] + ([WINDOW - 1] if getattr(cfg, "sliding_window", None) else [])
     cap = getattr(cfg, "attn_logit_softcapping", None)
+    ops = [("single_prefill", dict(has_empty_rows=True))]
+    if not padded:
+        ops.append(("paged_decode", dict(page_size=PROMPT + STEPS)))
     for window_left in windows:
-        for op, extra in (("single_prefill", dict(has_empty_rows=True)),
-                          ("paged_decode", dict(page_size=PROMPT + STEPS))):
+        for op, extra in ops:
             answer = flashband.supports(op, backend=backend, device="cuda", dtype="bfloat16",
                                         head_dim=cfg.head_dim, num_qo_heads=4, num_kv_heads=2,
                                         causal=op == "single_prefill", window_left=window_left,
@@ -186,7 +191,7 @@ def test_matches_eager(name, arch, backend, device, dtype, padded, monkeypatch):
                         lambda kind, *a, _f=plans.planned, **k: (kinds.append(kind), _f(kind, *a, **k))[1])
     register(backend=backend)
     try:
-        unsupported = _unsupported(arch, backend, device)
+        unsupported = _unsupported(arch, backend, device, padded)
         ids, mask = _inputs(device, padded)
         if unsupported:  # an explicit backend refuses by name what it lacks (cuDNN: soft cap)
             with pytest.raises(flashband.UnsupportedError):
@@ -257,8 +262,11 @@ def test_static_cache_generate(name):
 def _generate_batch(model, requests, new_tokens):
     config = transformers.GenerationConfig(max_new_tokens=new_tokens, do_sample=False,
                                            eos_token_id=-1, pad_token_id=0)
-    cb = transformers.ContinuousBatchingConfig(num_blocks=128, block_size=16, max_batch_tokens=256,
-                                               use_cuda_graph=False, auto_switch_to_flash=False)
+    settings = dict(num_blocks=128, block_size=16, max_batch_tokens=256, use_cuda_graph=False)
+    # 5.25 switches an sdpa model to FlashAttention unless told not to; 5.17 has no such switch.
+    if "auto_switch_to_flash" in inspect.signature(transformers.ContinuousBatchingConfig).parameters:
+        settings["auto_switch_to_flash"] = False
+    cb = transformers.ContinuousBatchingConfig(**settings)
     with torch.no_grad():
         out = model.generate_batch(inputs=requests, generation_config=config,
                                    continuous_batching_config=cb, warmup=False)
@@ -278,6 +286,10 @@ def test_continuous_batching(arch, backend, device, dtype, monkeypatch):
     lengths = torch.randint(2, 40, (count,), generator=g).tolist()
     requests = [torch.randint(3, VOCAB, (n,), generator=g).tolist() for n in lengths]
     model = _model(arch, device, dtype)
+    if _tf._version_tuple(transformers_version()) < _tf.CONTINUOUS_BATCHING_SINCE:
+        with pytest.raises(flashband.UnsupportedError, match="paged cache to update"):
+            enable_continuous_batching(model, backend=backend)
+        return
     model.set_attn_implementation("sdpa")
     expected = _generate_batch(model, requests, 8)
     assert enable_continuous_batching(model, backend=backend) == "flashband_paged"

@@ -28,11 +28,14 @@ from the paged cache (a copy transformers makes for every implementation without
 table), ``cu_seq_lens_q``/``cu_seq_lens_k``; flashband runs one ragged causal prefill
 (BatchPrefillWithRaggedKVCacheWrapper) over them in place. transformers' block-table path
 (attention reading the pages itself) is open only to its FlashAttention 2/3 kernels.
+Earlier transformers (5.17 checked) rename the implementation "paged|flashband_paged" and hand
+it the paged cache to update: enable_continuous_batching refuses there by name.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Tuple
 
 from ...errors import UnsupportedError
@@ -46,6 +49,15 @@ __all__ = ["register", "enable_continuous_batching", "NAME", "ALIAS", "PAGED_NAM
 NAME = "flashband"
 ALIAS = "fband"  # no "flash" in it: loadable where transformers reads "flash" as FlashAttention
 PAGED_NAME = "flashband_paged"
+
+
+# The first transformers whose continuous batching this integration was checked with.
+CONTINUOUS_BATCHING_SINCE = (5, 25)
+
+
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    """(major, minor) of a version string: "5.26.0.dev0" -> (5, 26)."""
+    return tuple(int(m) for m in re.findall(r"\d+", version)[:2])
 
 
 def transformers_version() -> str:
@@ -86,6 +98,13 @@ def enable_continuous_batching(model: Any, backend: str = "auto") -> str:
     cache); returns the name. Raises UnsupportedError where the installed transformers would
     not take that name for continuous batching (checked with 5.25.0)."""
     register(backend)
+    if _version_tuple(transformers_version()) < CONTINUOUS_BATCHING_SINCE:
+        # 5.17 (checked) renames the implementation "paged|flashband_paged" and hands it the
+        # paged cache to update and read itself: another contract, not implemented here.
+        raise UnsupportedError(
+            f"continuous batching: transformers {transformers_version()} hands 'paged|' "
+            "implementations its paged cache to update; flashband plugs into the gathered-K/V "
+            f"contract of transformers >= {'.'.join(map(str, CONTINUOUS_BATCHING_SINCE))}")
     if not _taken_for_flash_attention(PAGED_NAME):
         raise UnsupportedError(
             f"continuous batching: transformers {transformers_version()} accepts only 'sdpa', "
