@@ -15,7 +15,7 @@ if [ "${1:-}" = --prepare ]; then
 fi
 [ -d "$tools" ] || { echo "pip_gpu_check: no deps/pip_tools: run it with --prepare here and carry it" >&2; exit 3; }
 OUT="${OUT:-$root/out}"; mkdir -p "$OUT"
-work=$(mktemp -d)
+work="${FB_PIP_WORK:-$(mktemp -d)}"  # FB_PIP_WORK keeps the venv for later commands
 # The machine's torch stays visible (system site-packages); flashband goes into the venv.
 python3 -m venv --system-site-packages "$work/venv"
 py="$work/venv/bin/python"
