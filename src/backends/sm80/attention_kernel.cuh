@@ -1,7 +1,8 @@
 // The sm80 attention kernel: one CTA per work item (request, kv head, packed row tile, kv
 // split). Prefill and decode are the same code with different TileConfigs (warps along
-// query rows, or along keys). Compile-time knobs: tile config (head dim), element type,
-// kMask (causal/window), kSoftCap, kPaged.
+// query rows, or along keys). Compile-time knobs: tile config (head dim), element type T of
+// q and o, K/V element type KV (T, or an fp8 format: fp8_fragments.h), kMask
+// (causal/window), kSoftCap, kPaged.
 //
 // Main loop over the KV tiles the row tile can see (core::kv_tile_span, cut by the split):
 //   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
@@ -11,6 +12,7 @@
 //   j + 1, and a second wait and barrier come before P V.
 #pragma once
 #include "backends/sm80/epilogue.h"
+#include "backends/sm80/fp8_fragments.h"
 #include "backends/sm80/online_softmax.h"
 #include "backends/sm80/request.h"
 #include "backends/sm80/tile_loads.h"
@@ -36,7 +38,7 @@ __device__ __forceinline__ core::TileClass warp_tile_class(const core::MaskSpec&
   }
 }
 
-template <class Cfg, class T, bool kMask, bool kSoftCap, bool kPaged>
+template <class Cfg, class T, class KV, bool kMask, bool kSoftCap, bool kPaged>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     attention_kernel(const __grid_constant__ core::AttentionParams p, const __grid_constant__ core::FastDivmod group) {
   using W = WarpShape<Cfg>;
@@ -54,13 +56,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const RowTile warp_rows =
       row_tile_tokens(r.row_begin + q_row0, r.row_begin + q_row0 + Cfg::kWarpRows, group, r.qo_len);
 
-
+  // fp8 K: the logits are (q . k8) * k_scale * sm_scale; k_scale (read once, from the device
+  // when given there) joins sm_scale, with the conversion's folded power of two.
+  constexpr bool kFp8 = kIsFp8<KV>;
+  float logit_scale = p.sm_scale;
+  if constexpr (kFp8)
+    logit_scale *= (p.k_scale_ptr != nullptr ? *p.k_scale_ptr : p.k_scale) * Fp8Convert<T, KV>::kScaleFold;
   LogitTransform lt;
   if constexpr (kSoftCap) {
     lt.scale2 = p.logits_soft_cap * core::kLog2e;
-    lt.cap_mul = p.sm_scale / p.logits_soft_cap;
+    lt.cap_mul = logit_scale / p.logits_soft_cap;
   } else {
-    lt.scale2 = p.sm_scale * core::kLog2e;
+    lt.scale2 = logit_scale * core::kLog2e;
     lt.cap_mul = 0.0f;
   }
 
@@ -86,33 +93,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     cp_async_commit();
     if constexpr (Cfg::kSingleV) {
       // K of the first tile; its V is loaded at the top of the loop.
-      load_kv_tile<Cfg, T, kPaged, kKOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, span.begin * Cfg::kBlockN, tid);
+      load_kv_tile<Cfg, KV, kPaged, kKOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, span.begin * Cfg::kBlockN, tid);
       cp_async_commit();
     } else {
 #pragma unroll
       for (int s = 0; s < Cfg::kStages - 1; ++s) {
         if (s < num_tiles)
-          load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
+          load_kv_tile<Cfg, KV, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + s) * Cfg::kBlockN, tid);
         cp_async_commit();
       }
     }
     uint32_t qf[W::kRowBlocks][W::kKSteps][4];
-    if constexpr (Cfg::kQInRegs) {
-      cp_async_wait<Cfg::kStages - 1>();  // the Q group
+    if constexpr (Cfg::kQInRegs || kFp8) {
+      cp_async_wait<Cfg::kSingleV ? 1 : Cfg::kStages - 1>();  // the Q group
       __syncthreads();
-      load_q_regs<Cfg>(qf, sq, q_row0, lane);
     }
+    if constexpr (kFp8) {
+      deinterleave_q_tile<Cfg>(smem, tid);
+      // From registers: read after this barrier; from shared memory: after the loop's first.
+      if constexpr (Cfg::kQInRegs) __syncthreads();
+    }
+    if constexpr (Cfg::kQInRegs) load_q_regs<Cfg>(qf, sq, q_row0, lane);
 
     for (int i = 0; i < num_tiles; ++i) {
       const int stage = i % Cfg::kStages;
       if constexpr (Cfg::kSingleV) {
         cp_async_wait<0>();  // K of tile i, the only group in flight
         __syncthreads();     // K of tile i visible; every warp is done with V and K of tile i - 1
-        load_kv_tile<Cfg, T, kPaged, kVOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, (span.begin + i) * Cfg::kBlockN,
+        load_kv_tile<Cfg, KV, kPaged, kVOnly>(k_stage(0), v_stage(0), p, kv, r.kv_len, (span.begin + i) * Cfg::kBlockN,
                                              tid);
         cp_async_commit();
         if (i + 1 < num_tiles)
-          load_kv_tile<Cfg, T, kPaged, kKOnly>(k_stage(stage ^ 1), v_stage(0), p, kv, r.kv_len,
+          load_kv_tile<Cfg, KV, kPaged, kKOnly>(k_stage(stage ^ 1), v_stage(0), p, kv, r.kv_len,
                                                (span.begin + i + 1) * Cfg::kBlockN, tid);
         cp_async_commit();  // possibly empty: the V wait below counts on one group after V's
       } else {
@@ -121,8 +133,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         const int next = i + Cfg::kStages - 1;
         const int s = next % Cfg::kStages;
         if (next < num_tiles)
-          load_kv_tile<Cfg, T, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + next) * Cfg::kBlockN,
-                                       tid);
+          load_kv_tile<Cfg, KV, kPaged>(k_stage(s), v_stage(s), p, kv, r.kv_len, (span.begin + next) * Cfg::kBlockN,
+                                        tid);
         cp_async_commit();  // possibly empty: keeps the group count per iteration fixed
       }
       // Single V: V of tile i lands while Q K^T and the softmax run; every warp, hidden or
@@ -141,7 +153,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
 
       float s[W::kRowBlocks][W::kSTiles][4];
-      warp_qk<Cfg, T>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
+      if constexpr (kFp8) {
+        warp_qk_fp8<Cfg, T, KV>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
+      } else {
+        warp_qk<Cfg, T>(s, qf, sq, q_row0, k_stage(stage), key_off, lane);
+      }
 #pragma unroll
       for (int b = 0; b < W::kRowBlocks; ++b) {
         if constexpr (kSoftCap) apply_soft_cap(s[b], lt.cap_mul);
@@ -162,10 +178,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         online_softmax_update(s[b], o[b], st[b], lt.scale2);
       }
       wait_v();
-      warp_pv<Cfg, T>(o, s, v_stage(Cfg::kSingleV ? 0 : stage), key_off, lane);
+      if constexpr (kFp8) {
+        warp_pv_fp8<Cfg, T, KV>(o, s, v_stage(Cfg::kSingleV ? 0 : stage), key_off, lane);
+      } else {
+        warp_pv<Cfg, T>(o, s, v_stage(Cfg::kSingleV ? 0 : stage), key_off, lane);
+      }
     }
     cp_async_wait<0>();
   }
+  // fp8 V: O back in mma's column order, times v_scale (read once) and the folded power of
+  // two. The LSE is that of the scaled logits already.
+  if constexpr (kFp8)
+    restore_o_layout<Cfg>(o, (p.v_scale_ptr != nullptr ? *p.v_scale_ptr : p.v_scale) * Fp8Convert<T, KV>::kScaleFold,
+                          lane);
 
   // Re-read the work item rather than keep it in registers through the loop (the asm
   // memory clobbers of cp.async make this a real, L1-cached load).

@@ -16,7 +16,7 @@
 namespace flashband::sm80 {
 
 template <int kHeadDim_, int kWarpsM_, int kWarpsN_, int kRowBlocks_, int kBlockN_, int kStages_, bool kQInRegs_,
-          int kMinBlocks_, bool kSingleV_ = false>
+          int kMinBlocks_, bool kSingleV_ = false, int kKVElemBytes_ = 2>
 struct TileConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kWarpsM = kWarpsM_;        // warps along query rows
@@ -33,6 +33,9 @@ struct TileConfig {
   // second barrier per tile; saves a V tile of shared memory for a wider tile.
   static constexpr bool kSingleV = kSingleV_;
   static constexpr int kVStages = kSingleV ? 1 : kStages;
+  // K/V element size: 2 (q's dtype) or 1 (fp8, converted to q's dtype in registers after
+  // ldmatrix: fp8_fragments.h). Q and O stay 16-bit.
+  static constexpr int kKVElemBytes = kKVElemBytes_;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kWarpKeys = kBlockN / kWarpsN;  // keys of a tile one warp handles
 
@@ -44,9 +47,10 @@ struct TileConfig {
   static_assert(!kSingleV || (kStages == 2 && !kQInRegs && kWarpsN == 1),
                 "the single-V loop double-buffers K and reads Q from shared memory");
 
-  // Shared memory: a Q tile, then kStages K tiles, then kVStages V tiles (16-bit elements).
+  // Shared memory: a Q tile (16-bit), then kStages K tiles, then kVStages V tiles.
   static constexpr std::size_t kQBytes = std::size_t{kBlockM} * kHeadDim * 2;
-  static constexpr std::size_t kKVTileBytes = std::size_t{kBlockN} * kHeadDim * 2;
+  static constexpr std::size_t kKVRowBytes = std::size_t{kHeadDim} * kKVElemBytes;
+  static constexpr std::size_t kKVTileBytes = std::size_t{kBlockN} * kKVRowBytes;
   static constexpr std::size_t kKVBytes = std::size_t{kStages + kVStages} * kKVTileBytes;
   static constexpr std::size_t kSmemBytes = kQBytes + kKVBytes;
   // Decode's cross-warp combine reuses the K/V area: per warp 16 rows x D floats plus m
@@ -79,6 +83,20 @@ template <int D> struct DecodeTile;
 template <> struct DecodeTile<64> : TileConfig<64, 1, 4, 1, 64, 4, true, 3> {};     // 66 KB smem
 template <> struct DecodeTile<128> : TileConfig<128, 1, 4, 1, 64, 3, true, 2> {};   // 100 KB
 template <> struct DecodeTile<256> : TileConfig<256, 1, 4, 1, 64, 2, false, 1> {};  // 136 KB
+
+// fp8 K/V: the same rows, keys, warps and occupancy as the 16-bit tiles (the planner's
+// numbers do not depend on the KV dtype), K/V tiles of half the bytes. Prefill keeps its
+// stages (compute-bound; the smem it frees buys nothing at these occupancies). Decode is
+// sized for bytes in flight, so it doubles its stages to keep the 16-bit kernels' 64 / 96 /
+// 128 KB of K and V in flight per CTA.
+template <int D> struct PrefillTileFp8;
+template <> struct PrefillTileFp8<64> : TileConfig<64, 4, 1, 2, 64, 3, true, 2, false, 1> {};      // 40 KB
+template <> struct PrefillTileFp8<128> : TileConfig<128, 4, 1, 2, 64, 2, false, 2, false, 1> {};   // 64 KB
+template <> struct PrefillTileFp8<256> : TileConfig<256, 8, 1, 1, 64, 2, false, 1, true, 1> {};    // 112 KB
+template <int D> struct DecodeTileFp8;
+template <> struct DecodeTileFp8<64> : TileConfig<64, 1, 4, 1, 64, 8, true, 3, false, 1> {};     // 66 KB
+template <> struct DecodeTileFp8<128> : TileConfig<128, 1, 4, 1, 64, 6, true, 2, false, 1> {};   // 100 KB
+template <> struct DecodeTileFp8<256> : TileConfig<256, 1, 4, 1, 64, 4, false, 1, false, 1> {};  // 136 KB
 
 // The numbers the planner needs, looked up at run time.
 struct TileShape {

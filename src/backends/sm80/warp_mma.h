@@ -36,6 +36,34 @@ __device__ __forceinline__ void load_q_regs(uint32_t (&qf)[WarpShape<Cfg>::kRowB
     for (int ks = 0; ks < WarpShape<Cfg>::kKSteps; ++ks) load_q_frag<Cfg>(qf[b][ks], sq, q_row0 + 16 * b, ks, lane);
 }
 
+template <class Cfg>
+__device__ __forceinline__ void zero_s_tiles(float (&s)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kSTiles][4]) {
+#pragma unroll
+  for (int b = 0; b < WarpShape<Cfg>::kRowBlocks; ++b)
+#pragma unroll
+    for (int n = 0; n < WarpShape<Cfg>::kSTiles; ++n) s[b][n][0] = s[b][n][1] = s[b][n][2] = s[b][n][3] = 0.0f;
+}
+
+// Q's A fragments of k-step ks for every row block: from qf (kQInRegs), or re-read from
+// shared memory at q_off0 = this lane's k-step-0 address.
+template <class Cfg>
+__device__ __forceinline__ void q_step_frags(uint32_t (&a)[WarpShape<Cfg>::kRowBlocks][4],
+                                             const uint32_t (&qf)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kKSteps][4],
+                                             uint32_t sq, uint32_t q_off0, int ks) {
+  using Rows = SwizzledRows<Cfg::kHeadDim>;
+  if constexpr (Cfg::kQInRegs) {
+#pragma unroll
+    for (int b = 0; b < WarpShape<Cfg>::kRowBlocks; ++b)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[b][i] = qf[b][ks][i];
+  } else {
+    const uint32_t qa = sq + Rows::step_offset(q_off0, ks);
+#pragma unroll
+    for (int b = 0; b < WarpShape<Cfg>::kRowBlocks; ++b)
+      ldmatrix_x4(a[b], qa + static_cast<uint32_t>(b * 16 * Rows::kRowBytes));
+  }
+}
+
 // s = Q K^T for keys [key0, key0 + kWarpKeys) of the K stage at sk, every row block. With
 // kQInRegs the Q fragments come from qf; otherwise they are re-read from shared memory per
 // k-step.
@@ -45,10 +73,7 @@ __device__ __forceinline__ void warp_qk(float (&s)[WarpShape<Cfg>::kRowBlocks][W
                                         uint32_t sq, int q_row0, uint32_t sk, int key0, int lane) {
   using W = WarpShape<Cfg>;
   using Rows = SwizzledRows<Cfg::kHeadDim>;
-#pragma unroll
-  for (int b = 0; b < W::kRowBlocks; ++b)
-#pragma unroll
-    for (int n = 0; n < W::kSTiles; ++n) s[b][n][0] = s[b][n][1] = s[b][n][2] = s[b][n][3] = 0.0f;
+  zero_s_tiles<Cfg>(s);
   // This lane's row addresses at k-step 0; k-step ks is an XOR away (step_offset), and
   // row block b / key block np are constant offsets.
   const uint32_t q_off0 = Rows::offset(q_row0 + (lane & 15), lane >> 4);
@@ -56,16 +81,7 @@ __device__ __forceinline__ void warp_qk(float (&s)[WarpShape<Cfg>::kRowBlocks][W
 #pragma unroll
   for (int ks = 0; ks < W::kKSteps; ++ks) {
     uint32_t a[W::kRowBlocks][4];
-    if constexpr (Cfg::kQInRegs) {
-#pragma unroll
-      for (int b = 0; b < W::kRowBlocks; ++b)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) a[b][i] = qf[b][ks][i];
-    } else {
-      const uint32_t qa = sq + Rows::step_offset(q_off0, ks);
-#pragma unroll
-      for (int b = 0; b < W::kRowBlocks; ++b) ldmatrix_x4(a[b], qa + static_cast<uint32_t>(b * 16 * Rows::kRowBytes));
-    }
+    q_step_frags<Cfg>(a, qf, sq, q_off0, ks);
     const uint32_t ka = sk + Rows::step_offset(k_off0, ks);
 #pragma unroll
     for (int np = 0; np < W::kSTiles / 2; ++np) {
@@ -80,8 +96,23 @@ __device__ __forceinline__ void warp_qk(float (&s)[WarpShape<Cfg>::kRowBlocks][W
   }
 }
 
+// The A fragments of P V's 16-key step kk: S's accumulators of key tiles 2 kk and 2 kk + 1,
+// packed to 16 bits (half the registers of S).
+template <class Cfg, class T>
+__device__ __forceinline__ void pack_p_frags(uint32_t (&a)[WarpShape<Cfg>::kRowBlocks][4],
+                                             const float (&p)[WarpShape<Cfg>::kRowBlocks][WarpShape<Cfg>::kSTiles][4],
+                                             int kk) {
+#pragma unroll
+  for (int b = 0; b < WarpShape<Cfg>::kRowBlocks; ++b) {
+    a[b][0] = cuda::pack2<T>(p[b][2 * kk][0], p[b][2 * kk][1]);
+    a[b][1] = cuda::pack2<T>(p[b][2 * kk][2], p[b][2 * kk][3]);
+    a[b][2] = cuda::pack2<T>(p[b][2 * kk + 1][0], p[b][2 * kk + 1][1]);
+    a[b][3] = cuda::pack2<T>(p[b][2 * kk + 1][2], p[b][2 * kk + 1][3]);
+  }
+}
+
 // o += P V for keys [key0, key0 + kWarpKeys) of the V stage at sv; p holds probabilities
-// in S's accumulator layout. P is packed to 16 bits first (half the registers of S). The
+// in S's accumulator layout, packed to 16 bits first (pack_p_frags). The
 // 16-key steps go outside the 16-column slices of V, so consecutive MMAs write different
 // accumulators (2 row blocks x D / 8 of them between two writes of one) instead of walking
 // one slice down the keys, where each MMA waited on the one before it and on its ldmatrix.
@@ -96,13 +127,7 @@ __device__ __forceinline__ void warp_pv(float (&o)[WarpShape<Cfg>::kRowBlocks][W
 #pragma unroll
   for (int kk = 0; kk < kKK; ++kk) {
     uint32_t a[W::kRowBlocks][4];
-#pragma unroll
-    for (int b = 0; b < W::kRowBlocks; ++b) {
-      a[b][0] = cuda::pack2<T>(p[b][2 * kk][0], p[b][2 * kk][1]);
-      a[b][1] = cuda::pack2<T>(p[b][2 * kk][2], p[b][2 * kk][3]);
-      a[b][2] = cuda::pack2<T>(p[b][2 * kk + 1][0], p[b][2 * kk + 1][1]);
-      a[b][3] = cuda::pack2<T>(p[b][2 * kk + 1][2], p[b][2 * kk + 1][3]);
-    }
+    pack_p_frags<Cfg, T>(a, p, kk);
     // Rows key + 16 kk share key's swizzle (16 is a multiple of 8).
     const uint32_t rows = sv + static_cast<uint32_t>(kk * 16 * Rows::kRowBytes);
 #pragma unroll
