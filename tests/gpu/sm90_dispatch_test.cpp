@@ -204,7 +204,7 @@ dispatch::VariantKey key_of(const core::AttentionParams& a) {
   key.storage = a.kv_storage;
   key.dtype = a.dtype;
   key.head_dim = a.head_dim;
-  key.needs_mask = core::needs_mask(a.causal, a.window_left);
+  key.needs_mask = core::needs_mask(a.causal, a.window_left, a.window_right);
   key.soft_cap = a.logits_soft_cap > 0.0f;
   return key;
 }
