@@ -23,11 +23,14 @@ struct ProblemDesc {
   int num_kv_heads = 1;
   bool causal = false;
   int window_left = -1;  // already normalised against the longest kv_len
+  // Already normalised against the longest qo_len; >= 1 or -1 (the right bound 0 is causal).
+  int window_right = -1;
   bool soft_cap = false;
   bool return_lse = false;
   KVLayout kv_layout = KVLayout::kNHD;
   int page_size = 0;  // paged ops only
-  // Some query row sees no key: causal with qo_len > kv_len, or a request with kv_len 0.
+  // Some query row sees no key: causal (or window_right r) with qo_len > kv_len (+ r), or a
+  // request with kv_len 0.
   bool has_empty_rows = false;
   int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
   bool qo_longer_than_kv = false;  // some request has qo_len > kv_len

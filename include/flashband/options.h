@@ -15,6 +15,9 @@ Backend parse_backend(const char* name);
 struct Options {
   bool causal = false;
   int window_left = -1;                 // -1: no window; w >= 0: keys p(i)-w .. (see SPEC.md)
+  // -1: no right bound; r >= 0: keys .. p(i)+r (SPEC.md). causal is window_right = 0, so with
+  // causal=true only -1 and 0 are accepted (a larger r would contradict it).
+  int window_right = -1;
   float logits_soft_cap = 0.0f;         // 0: off; cap > 0: cap * tanh(s / cap)
   std::optional<float> sm_scale;        // default 1/sqrt(head_dim)
   bool return_lse = false;              // when true, an lse output must be given

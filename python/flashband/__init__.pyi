@@ -31,6 +31,7 @@ def single_prefill_with_kv_cache(
     sm_scale: Optional[float] = None,
     return_lse: bool = False,
     backend: str = "auto",
+    window_right: int = -1,
     out: Optional[Array] = None,
     lse: Optional[Array] = None,
     custom_mask: None = None,
@@ -121,7 +122,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
              non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
              prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None) -> None: ...
+             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None,
+             window_right: int = -1) -> None: ...
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
@@ -164,7 +166,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
              seq_lens: None = None, block_tables: None = None, seq_lens_q: None = None,
              max_token_per_sequence: None = None, max_sequence_kv: None = None,
              prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None) -> None: ...
+             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None,
+             window_right: int = -1) -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
@@ -271,14 +274,15 @@ def supports(op: str = "single_prefill", *, backend: str = "auto",
              num_qo_heads: int = 1, num_kv_heads: int = 1, causal: bool = False,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
-             has_empty_rows: bool = False, disable_split_kv: bool = False) -> _C.SupportAnswer: ...
+             has_empty_rows: bool = False, disable_split_kv: bool = False,
+             window_right: int = -1) -> _C.SupportAnswer: ...
 def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
                    num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
                    logits_soft_cap: Optional[float] = None, return_lse: bool = False,
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
-                   disable_split_kv: bool = False) -> str: ...
+                   disable_split_kv: bool = False, window_right: int = -1) -> str: ...
 def built_backends() -> Tuple[str, ...]: ...
 def build_info() -> Dict[str, Any]: ...
 def support_matrix() -> str: ...

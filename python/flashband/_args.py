@@ -122,6 +122,15 @@ def window_left(value: Any, name: str = "window_left") -> int:
     return -1 if w >= INT32_MAX else w
 
 
+def window_right(value: Any, name: str = "window_right") -> int:
+    """-1 (no right bound) or r >= 0. A bound of 2^31 - 1 keys or more reaches past every
+    qo_len flashband can hold, so it clips nothing and is -1."""
+    r = integer(value, name, lo=None, hi=None)
+    if r < -1:
+        raise InvalidArgumentError(f"{name}: got {r}, allowed: -1 (no right bound) or >= 0")
+    return -1 if r >= INT32_MAX else r
+
+
 def real(value: Any, name: str) -> Optional[float]:
     """None, or a real number that float32 (what the kernels take) holds: a nonzero finite
     value that rounds to 0 or infinity there is refused rather than silently turning, say,

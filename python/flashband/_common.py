@@ -50,10 +50,10 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
             # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
             "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
             # FlashInfer's split-KV controls (engines pass their neutral values), the
-            # trtllm-gen/cuDNN inputs, a right window and attention sinks.
+            # trtllm-gen/cuDNN inputs and attention sinks.
             "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
             "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
-            "window_right": 0, "sinks": None,
+            "sinks": None,
             # FlashInfer's approximate softmax skipping and fp4 cache scale factors.
             "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
             # FlashInfer's multi-item scoring (SGLang passes these neutral values).
@@ -84,14 +84,15 @@ def backend_name(backend: str) -> str:
     return _BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
 
 
-def make_options(*, causal: bool = False, window_left: int = -1,
+def make_options(*, causal: bool = False, window_left: int = -1, window_right: int = -1,
                  logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
                  stream: int = 0, cuda_graph: bool = False,
                  disable_split_kv: bool = False) -> "_C.Options":
     """The native Options, each value judged under the caller's name first (_args):
-    window_left past C int is -1 (no window), float parameters are judged as float32."""
+    window_left / window_right past C int are -1 (no bound), float parameters are judged as float32."""
     return _C.Options(causal=_args.flag(causal, "causal"), window_left=_args.window_left(window_left),
+                      window_right=_args.window_right(window_right),
                       logits_soft_cap=_args.real(logits_soft_cap, "logits_soft_cap"),
                       sm_scale=_args.real(sm_scale, "sm_scale"),
                       return_lse=_args.flag(return_lse, "return_lse"),

@@ -62,6 +62,7 @@ def _settings_key(semantics: dict, head_dim: int) -> tuple:
     scale = (np.float32(1.0) / np.sqrt(np.float32(head_dim)) if scale is None else np.float32(scale))
     return (_args.flag(semantics.get("causal", False), "causal"),
             _args.window_left(semantics.get("window_left", -1)),
+            _args.window_right(semantics.get("window_right", -1)),
             np.float32(0.0 if cap is None else cap), scale,
             _args.flag(semantics.get("disable_split_kv", False), "disable_split_kv"))
 

@@ -29,7 +29,7 @@ def _device(device: Any) -> Tuple[str, int]:
 
 
 def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
-             num_kv_heads: int, causal: bool, window_left: int,
+             num_kv_heads: int, causal: bool, window_left: int, window_right: int,
              logits_soft_cap: Optional[float], return_lse: bool, kv_layout: str,
              page_size: int, has_empty_rows: bool, cuda_graph: bool = False,
              disable_split_kv: bool = False) -> "_C.ProblemDesc":
@@ -40,6 +40,7 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
                           device_id=index, head_dim=head_dim, num_qo_heads=num_qo_heads,
                           num_kv_heads=num_kv_heads, causal=_args.flag(causal, "causal"),
                           window_left=_args.window_left(window_left),
+                          window_right=_args.window_right(window_right),
                           soft_cap=bool(cap), return_lse=_args.flag(return_lse, "return_lse"),
                           kv_layout=_args.text(kv_layout, "kv_layout"),
                           page_size=_args.integer(page_size, "page_size"),
@@ -53,15 +54,17 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
              num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
              logits_soft_cap: Optional[float] = None, return_lse: bool = False,
              kv_layout: str = "NHD", page_size: int = 0,
-             has_empty_rows: bool = False, disable_split_kv: bool = False) -> "_C.SupportAnswer":
+             has_empty_rows: bool = False, disable_split_kv: bool = False,
+             window_right: int = -1) -> "_C.SupportAnswer":
     """Whether `backend` can run this problem on this machine. The answer is truthy when it
     can; otherwise .reason names the parameter. op: 'single_prefill', 'ragged_prefill',
     'paged_prefill' or 'paged_decode'. window_left is taken as given (a window wider than
     every kv_len is normalised to -1 by plan(); pass -1 for it here). has_empty_rows: some
     query row sees no key (causal with qo_len > kv_len, or an empty KV). disable_split_kv:
-    as the wrappers' plan() argument (cudnn refuses it)."""
+    as the wrappers' plan() argument (cudnn refuses it). window_right: as plan() takes it
+    (>= 1 for a two-sided window; 0 is causal)."""
     problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
-                       window_left, logits_soft_cap, return_lse, kv_layout, page_size,
+                       window_left, window_right, logits_soft_cap, return_lse, kv_layout, page_size,
                        has_empty_rows, disable_split_kv=disable_split_kv)
     return _C.supports(problem, backend_name(backend))
 
@@ -72,12 +75,12 @@ def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", devic
                    logits_soft_cap: Optional[float] = None, return_lse: bool = False,
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
-                   disable_split_kv: bool = False) -> str:
+                   disable_split_kv: bool = False, window_right: int = -1) -> str:
     """The backend 'auto' would pick; raises UnsupportedError saying why when none can.
     use_cuda_graph: as the wrapper's (auto's order no longer depends on it);
     disable_split_kv: as the wrappers' plan() argument."""
     return _C.select_backend(_problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads,
-                                      causal, window_left, logits_soft_cap, return_lse,
+                                      causal, window_left, window_right, logits_soft_cap, return_lse,
                                       kv_layout, page_size, has_empty_rows, use_cuda_graph,
                                       disable_split_kv))
 

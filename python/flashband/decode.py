@@ -133,12 +133,16 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         the first plan, as in FlashInfer. A request shorter than q_len_per_req leaves rows
         that see no key (0 and -inf, SPEC.md), where FlashInfer raises. return_lse, num_pages: flashband extensions, as in
         the paged prefill wrapper. o_data_type, fixed_split_size, disable_split_kv,
-        seq_lens, block_tables: as for the paged prefill wrapper; window_right: 0 only."""
+        seq_lens, block_tables: as for the paged prefill wrapper. window_right (FlashInfer's):
+        with q_len_per_req > 1 it replaces the causal bound (keys up to p(i) + window_right;
+        0, the default, is causal; -1 none), as FlashInfer's decode does; a single query per
+        request sits on its last key, which no window_right >= 0 clips."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
-                           window_right=window_right, fixed_split_size=fixed_split_size,
+                           fixed_split_size=fixed_split_size,
                            seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         q_len = _args.integer(q_len_per_req, "q_len_per_req", lo=1)
+        window_right = _args.window_right(window_right)
         num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
         page_size = _args.integer(page_size, "page_size")
         if self._use_cuda_graph and self._q_len_per_req not in (None, q_len):
@@ -169,7 +173,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         buffers = dict(paged_kv_indptr_buffer=host_indptr, paged_kv_indices_buffer=host_indices,
                        paged_kv_last_page_len_buffer=pages[2])
         heads = (num_qo_heads, num_kv_heads, head_dim, dtype)
-        # q_len_per_req > 1 is a causal paged prefill with equal query chunks; the native
+        # q_len_per_req > 1 is a paged prefill with equal query chunks, causal unless
+        # window_right says otherwise; the native
         # object changes only once that plan succeeds (a refused plan keeps the previous one).
         previous, previous_chunks = self._native, self._native_chunks
         if (q_len > 1) != self._native_chunks:
@@ -180,7 +185,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         else:
             qo_indptr = (np.arange(batch + 1, dtype=np.int64) * q_len).astype(np.int32)
             args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
-            semantics["causal"] = True
+            # FlashInfer's decode: window_right replaces the causal bound (SPEC.md).
+            if window_right == 0:
+                semantics["causal"] = True
+            else:
+                semantics["window_right"] = window_right
         with _decode_names(q_len > 1):
             try:
                 self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers,

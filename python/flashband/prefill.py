@@ -37,6 +37,7 @@ def single_prefill_with_kv_cache(
     sm_scale: Optional[float] = None,
     return_lse: bool = False,
     backend: str = "auto",
+    window_right: int = -1,
     out: Any = None,
     lse: Any = None,
     custom_mask: Any = None,
@@ -53,7 +54,9 @@ def single_prefill_with_kv_cache(
     """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
     [Hk, kv_len, D] (HND). Returns out [qo_len, Hq, D] (q's dtype), or (out, lse) with lse
     [qo_len, Hq] float32 base-2 when return_lse. Causal masking is bottom-right aligned;
-    window_left >= 0 keeps keys p(i) - window_left .. (SPEC.md).
+    window_left >= 0 keeps keys p(i) - window_left .., window_right >= 0 keys .. p(i) +
+    window_right (a flashband extension; causal is window_right 0, so with causal=True only
+    -1 and 0 are taken; SPEC.md).
 
     out/lse: written in place when given, else allocated like q (lse only with return_lse);
     the result is (out, lse) only with return_lse, as FlashInfer's.
@@ -72,7 +75,8 @@ def single_prefill_with_kv_cache(
     heads = q.shape[1]
     write_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
     out, lse = outputs(q, out, lse, write_lse, heads)
-    opts = make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
+    opts = make_options(causal=causal, window_left=window_left, window_right=window_right,
+                        logits_soft_cap=logits_soft_cap,
                         sm_scale=sm_scale, return_lse=write_lse, kv_layout=kv_layout,
                         backend=backend, stream=fw.current_stream(q))
     workspace = None
@@ -141,9 +145,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
              o_data_type: Any = None, fixed_split_size: Optional[int] = None,
              disable_split_kv: bool = False, prefix_len_ptr: Any = None,
              token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
-             max_item_len_ptr: Any = None) -> None:
+             max_item_len_ptr: Any = None, window_right: int = -1) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
-        host). return_lse (flashband extension): plan for runs that return LSE; a run that
+        host). window_right (flashband extension; FlashInfer's prefill has none): keys up to
+        p(i) + window_right, -1 none; with causal=True only -1 and 0 (SPEC.md). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
         o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
         no split-KV (one pass over each row's keys; cudnn refuses it). FlashInfer's
@@ -162,7 +167,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
-        self._do_plan(args, dict(causal=causal, window_left=window_left,
+        self._do_plan(args, dict(causal=causal, window_left=window_left, window_right=window_right,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
@@ -246,8 +251,9 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              seq_lens: Any = None, block_tables: Any = None, seq_lens_q: Any = None,
              max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
              prefix_len_ptr: Any = None, token_pos_in_items_ptr: Any = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None) -> None:
-        """num_pages (flashband extension): pages in the cache, to check the indices at plan
+             token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None,
+             window_right: int = -1) -> None:
+        """window_right: as for the ragged wrapper. num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
         o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
         seq_lens, seq_lens_q, block_tables, max_token_per_sequence and max_sequence_kv
@@ -273,7 +279,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
         args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices, self._cache_pages),
                 num_qo_heads, num_kv_heads, head_dim_qk, dtype)
-        self._do_plan(args, dict(causal=causal, window_left=window_left,
+        self._do_plan(args, dict(causal=causal, window_left=window_left, window_right=window_right,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads,

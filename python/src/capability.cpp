@@ -18,7 +18,7 @@ void bind_capability(nb::module_& m) {
           "__init__",
           [](ProblemDesc* self, const std::string& op, const std::string& dtype,
              const std::string& device, int head_dim, int num_qo_heads, int num_kv_heads,
-             bool causal, int window_left, bool soft_cap, bool return_lse,
+             bool causal, int window_left, int window_right, bool soft_cap, bool return_lse,
              const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows,
              bool cuda_graph, bool disable_split_kv) {
             ProblemDesc p;
@@ -30,6 +30,7 @@ void bind_capability(nb::module_& m) {
             p.num_kv_heads = num_kv_heads;
             p.causal = causal;
             p.window_left = window_left;
+            p.window_right = window_right;
             p.soft_cap = soft_cap;
             p.return_lse = return_lse;
             p.kv_layout = parse_kv_layout(kv_layout);
@@ -43,7 +44,7 @@ void bind_capability(nb::module_& m) {
           nb::kw_only(), arg("op") = "single_prefill", arg("dtype") = "bfloat16",
           arg("device") = "cuda", arg("head_dim") = 128, arg("num_qo_heads") = 1,
           arg("num_kv_heads") = 1, arg("causal") = false, arg("window_left") = -1,
-          arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
+          arg("window_right") = -1, arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
           arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false,
           arg("cuda_graph") = false, arg("disable_split_kv") = false)
       .def("__repr__", [](const ProblemDesc& p) {
@@ -52,7 +53,8 @@ void bind_capability(nb::module_& m) {
                "', head_dim=" + std::to_string(p.head_dim) + ", num_qo_heads=" +
                std::to_string(p.num_qo_heads) + ", num_kv_heads=" +
                std::to_string(p.num_kv_heads) + ", causal=" + (p.causal ? "True" : "False") +
-               ", window_left=" + std::to_string(p.window_left) + ", soft_cap=" +
+               ", window_left=" + std::to_string(p.window_left) + ", window_right=" +
+               std::to_string(p.window_right) + ", soft_cap=" +
                (p.soft_cap ? "True" : "False") + ", return_lse=" +
                (p.return_lse ? "True" : "False") + ", kv_layout='" + kv_layout_name(p.kv_layout) +
                "', page_size=" + std::to_string(p.page_size) + ", device_id=" +

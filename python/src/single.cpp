@@ -14,12 +14,13 @@ void bind_options(nb::module_& m) {
   nb::class_<Options>(m, "Options")
       .def(
           "__init__",
-          [](Options* self, bool causal, int window_left, std::optional<double> logits_soft_cap,
+          [](Options* self, bool causal, int window_left, int window_right, std::optional<double> logits_soft_cap,
              std::optional<double> sm_scale, bool return_lse, const std::string& kv_layout,
              const std::string& backend, std::uintptr_t stream, bool cuda_graph, bool disable_split_kv) {
             Options o;
             o.causal = causal;
             o.window_left = window_left;
+            o.window_right = window_right;
             // Taken in double and narrowed here, so that a value float32 cannot hold is
             // refused by name instead of silently becoming 0 (off) or inf.
             o.logits_soft_cap = validate::float_param("logits_soft_cap", logits_soft_cap.value_or(0.0));  // None: off
@@ -32,13 +33,14 @@ void bind_options(nb::module_& m) {
             o.disable_split_kv = disable_split_kv;
             new (self) Options(o);
           },
-          nb::kw_only(), nb::arg("causal") = false, nb::arg("window_left") = -1,
+          nb::kw_only(), nb::arg("causal") = false, nb::arg("window_left") = -1, nb::arg("window_right") = -1,
           nb::arg("logits_soft_cap").none() = nb::none(), nb::arg("sm_scale").none() = nb::none(),
           nb::arg("return_lse") = false, nb::arg("kv_layout") = "NHD",
           nb::arg("backend") = "auto", nb::arg("stream") = 0, nb::arg("cuda_graph") = false,
           nb::arg("disable_split_kv") = false)
       .def_rw("causal", &Options::causal)
       .def_rw("window_left", &Options::window_left)
+      .def_rw("window_right", &Options::window_right)
       .def_prop_rw(
           "logits_soft_cap", [](const Options& o) { return o.logits_soft_cap; },
           [](Options& o, double v) { o.logits_soft_cap = validate::float_param("logits_soft_cap", v); })

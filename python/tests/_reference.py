@@ -10,7 +10,7 @@ import numpy as np
 LN2 = math.log(2.0)
 
 
-def visible_np(qo_len, kv_len, causal, window_left):
+def visible_np(qo_len, kv_len, causal, window_left, window_right=-1):
     """[qo_len, kv_len] bool: visible(i, j) with bottom-right alignment p(i) = i + kv - qo."""
     i = np.arange(qo_len)[:, None]
     j = np.arange(kv_len)[None, :]
@@ -20,10 +20,13 @@ def visible_np(qo_len, kv_len, causal, window_left):
         vis &= j <= p
     if window_left >= 0:
         vis &= j >= p - window_left
+    if window_right >= 0:
+        vis &= j <= p + window_right
     return vis
 
 
-def attention_np(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None, sm_scale=None):
+def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
+                 sm_scale=None):
     qo_len, hq, d = q.shape
     kv_len, hk, _ = k.shape
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
@@ -32,7 +35,7 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None,
     s = np.einsum("ihd,jhd->hij", q, k) * scale
     if logits_soft_cap:
         s = logits_soft_cap * np.tanh(s / logits_soft_cap)
-    s = np.where(visible_np(qo_len, kv_len, causal, window_left)[None], s, -np.inf)
+    s = np.where(visible_np(qo_len, kv_len, causal, window_left, window_right)[None], s, -np.inf)
     m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
     m_safe = np.where(np.isfinite(m), m, 0.0)  # guards (-inf) - (-inf)
     e = np.exp(s - m_safe)
@@ -43,7 +46,7 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None,
     return o, lse.T.copy()
 
 
-def attention_torch(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=None,
+def attention_torch(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
                     sm_scale=None):
     """Same formulas in torch float64 on q's device, with an explicit mask."""
     import torch
@@ -67,6 +70,8 @@ def attention_torch(q, k, v, *, causal=False, window_left=-1, logits_soft_cap=No
         vis &= j <= p
     if window_left >= 0:
         vis &= j >= p - window_left
+    if window_right >= 0:
+        vis &= j <= p + window_right
     s = s.masked_fill(~vis[None], -math.inf)
     m = s.amax(dim=-1, keepdim=True)
     m_safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))

@@ -670,7 +670,8 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
     """Engines pass FlashInfer's fixed_split_size, o_data_type and run()'s window_left,
     enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value;
     disable_split_kv at either, honoured). Other values, and inputs flashband has no use
-    for (seq_lens, block_tables, sinks, window_right), are refused by name."""
+    for (seq_lens, block_tables, sinks), are refused by name; window_right is taken
+    (test_window_right.py)."""
     rng = np.random.default_rng(12)
     batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     paged = Paged(rng, batch, 16)
@@ -688,7 +689,7 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
     with pytest.raises(flashband.UnsupportedError, match="sinks"):
         w.run(q, cache, sinks=np.zeros(4, np.float32))
     refused = [dict(o_data_type="float16"), dict(fixed_split_size=8),
-               dict(window_right=-1), dict(seq_lens=np.array([20, 40], np.int32)),
+               dict(seq_lens=np.array([20, 40], np.int32)),
                dict(block_tables=np.zeros((2, 3), np.int32))]
     for kw in refused:
         with pytest.raises(flashband.UnsupportedError, match=next(iter(kw))):

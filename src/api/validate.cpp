@@ -39,6 +39,14 @@ void extent(const TensorView& t, uintptr_t& lo, uintptr_t& hi) {
 void options(const Options& o) {
   if (o.window_left < -1)
     fail("window_left: got " + str(o.window_left) + ", allowed: -1 (no window) or >= 0");
+  if (o.window_right < -1)
+    fail("window_right: got " + str(o.window_right) + ", allowed: -1 (no right bound) or >= 0");
+  // causal is the right bound 0: a wider right bound beside it has no single meaning
+  // (FlashInfer's decode lets window_right replace causal, FA3 lets causal win), so refuse.
+  if (o.causal && o.window_right > 0)
+    fail("window_right: got " + str(o.window_right) + " with causal=true, which already bounds the right side at "
+         "window_right 0; allowed with causal=true: -1 or 0. For keys up to p(i) + " + str(o.window_right) +
+         " pass causal=false");
   if (std::isnan(o.logits_soft_cap) || o.logits_soft_cap < 0.0f)
     fail("logits_soft_cap: got " + std::to_string(o.logits_soft_cap) + ", allowed: 0 (off) or a finite value > 0");
   if (std::isinf(o.logits_soft_cap))

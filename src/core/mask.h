@@ -7,18 +7,24 @@
 
 namespace flashband::core {
 
-// One request's mask parameters. window_left = -1 means no window.
+// One request's mask parameters. window_left / window_right = -1: no bound on that side.
+// The right side is `causal` (j <= p) or window_right = r (j <= p + r); plans give at most
+// one of them (a causal problem carries window_right -1), and were both set, the causal
+// bound would be the tighter one.
 struct MaskSpec {
   int qo_len;
   int kv_len;
   bool causal;
   int window_left;
+  int window_right = -1;
 };
 
 // Bottom-right alignment: the last query row sits on the last key.
 FB_HD constexpr int query_position(int row, int qo_len, int kv_len) { return row + kv_len - qo_len; }
 
-FB_HD constexpr bool needs_mask(bool causal, int window_left) { return causal || window_left >= 0; }
+FB_HD constexpr bool needs_mask(bool causal, int window_left, int window_right) {
+  return causal || window_left >= 0 || window_right >= 0;
+}
 
 // A window that reaches key 0 from every row of every request changes nothing. `max_kv_len`
 // must be the longest kv_len over all requests that share the kernel launch.
@@ -26,9 +32,23 @@ FB_HD constexpr int normalize_window(int window_left, int max_kv_len) {
   return (window_left >= 0 && window_left >= max_kv_len - 1) ? -1 : window_left;
 }
 
+// window_right = r hides nothing when every row reaches the last key: p(0) + r >= kv_len - 1,
+// i.e. r >= qo_len - 1. `max_qo_len` must be the longest qo_len of the launch. Only r >= 1
+// is dropped: 0 is the causal bound, which plans express as `causal`.
+FB_HD constexpr int normalize_window_right(int window_right, int max_qo_len) {
+  return (window_right >= 1 && window_right >= max_qo_len - 1) ? -1 : window_right;
+}
+
+// The right bound's reach past the diagonal: 0 under causal, window_right otherwise
+// (-1: none).
+FB_HD constexpr int right_reach(const MaskSpec& m) { return m.causal ? 0 : m.window_right; }
+
 FB_HD constexpr bool is_visible(const MaskSpec& m, int row, int key) {
   const int p = query_position(row, m.qo_len, m.kv_len);
-  return key >= 0 && key < m.kv_len && (!m.causal || key <= p) &&
+  const int r = right_reach(m);
+  // key - p as (key - kv_len) + (qo_len - row), two small terms: p + r may pass INT_MAX
+  // (a cuda_graph plan keeps a window_right of up to 2^30).
+  return key >= 0 && key < m.kv_len && (r < 0 || (key - m.kv_len) + (m.qo_len - row) <= r) &&
          (m.window_left < 0 || key >= p - m.window_left);
 }
 
@@ -44,8 +64,9 @@ FB_HD constexpr KVRange row_kv_range(const MaskSpec& m, int row) {
   const int p = query_position(row, m.qo_len, m.kv_len);
   int first = m.window_left >= 0 ? p - m.window_left : 0;
   first = first < 0 ? 0 : first;
-  int last = m.causal ? p + 1 : m.kv_len;
-  last = last > m.kv_len ? m.kv_len : last;
+  // p + r + 1 only where it lies below kv_len (so it cannot overflow): kv_len - p = qo_len - row.
+  const int r = right_reach(m);
+  const int last = (r >= 0 && r < m.qo_len - row) ? p + r + 1 : m.kv_len;
   return last > first ? KVRange{first, last} : KVRange{0, 0};
 }
 
@@ -58,11 +79,13 @@ FB_HD constexpr KVRange rows_kv_range(const MaskSpec& m, int row_begin, int row_
   const KVRange lo = row_kv_range(m, row_begin);
   const KVRange hi = row_kv_range(m, row_end - 1);
   if (hi.empty()) return {0, 0};  // the last row sees nothing, so no earlier row does
-  // The first non-empty row determines `first`; causal rows with p < 0 are empty.
+  // The first non-empty row determines `first`. Only rows whose right bound lies left of
+  // key 0 (p + r < 0: causal, or window_right, with qo_len > kv_len) are empty, and they
+  // come first.
   int first = lo.first;
   if (lo.empty()) {
-    // rows before key 0 comes into causal view: first visible row is the one with p == 0
-    const int row0 = m.qo_len - m.kv_len;  // p(row0) == 0
+    // the first row the right bound lets see key 0: p(row0) + r == 0
+    const int row0 = m.qo_len - m.kv_len - right_reach(m);
     first = row_kv_range(m, row0 > row_begin ? row0 : row_begin).first;
   }
   return {first, hi.last};
@@ -83,7 +106,7 @@ FB_HD constexpr TileClass classify_tile(const MaskSpec& m, int row_begin, int ro
   if (row_begin < 0 || row_end > m.qo_len || key_begin < 0 || key_end > m.kv_len)
     return TileClass::kPartial;
   // Every row sees the whole key block when the most restrictive rows do: the first row
-  // bounds the causal right edge, the last row bounds the window's left edge.
+  // bounds the right edge (causal or window_right), the last row the window's left edge.
   const KVRange first_row = row_kv_range(m, row_begin);
   const KVRange last_row = row_kv_range(m, row_end - 1);
   const bool full = !first_row.empty() && key_begin >= last_row.first && key_end <= first_row.last;

@@ -62,6 +62,9 @@ struct AttentionParams {
   // Semantics (window already normalised; sm_scale already defaulted).
   bool causal = false;
   int window_left = -1;
+  // j <= p(i) + window_right, >= 1 or -1 (none): plans express the right bound 0 as causal
+  // and give window_right -1 with causal (core/mask.h).
+  int window_right = -1;
   float logits_soft_cap = 0.0f;
   float sm_scale = 1.0f;
 

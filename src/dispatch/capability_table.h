@@ -25,6 +25,7 @@ struct Limits {
   bool causal = true;
   bool window_with_causal = true;
   bool window_without_causal = true;
+  bool window_right = true;  // window_right >= 1 (a two-sided band; 0 is causal)
   bool soft_cap = true;
   bool lse = true;
   bool nhd = true;
@@ -33,7 +34,7 @@ struct Limits {
   int max_page_size = 1 << 30;
   bool page_size_pow2 = false;  // only powers of two
   bool empty_rows = true;  // query rows that see no key give exact 0 / -inf
-  bool window_qo_longer_than_kv = true;  // window_left with a request whose qo_len > kv_len
+  bool window_qo_longer_than_kv = true;  // window_left / window_right with a request whose qo_len > kv_len
   bool split_kv_control = true;  // honours Options::disable_split_kv
   // Reads page indices from the caller's device array at every run (PagedIndex::
   // device_indices) rather than copying them at plan time.

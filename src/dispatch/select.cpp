@@ -19,7 +19,7 @@ VariantKey variant_for(const ProblemDesc& p, Backend backend) {
   k.dtype = p.dtype;
   k.kv_dtype = p.dtype;  // until ProblemDesc carries an fp8 KV dtype (issue 65)
   k.head_dim = p.head_dim;
-  k.needs_mask = core::needs_mask(p.causal, p.window_left);
+  k.needs_mask = core::needs_mask(p.causal, p.window_left, p.window_right);
   k.soft_cap = p.soft_cap;
   return k;
 }
@@ -58,10 +58,15 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) + " with causal=true";
   if (p.window_left >= 0 && !p.causal && !l.window_without_causal)
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) + " with causal=false";
+  if (p.window_right >= 0 && !l.window_right)
+    return prefix(b) + "does not support window_right " + std::to_string(p.window_right) + " (a two-sided window)";
   if (p.soft_cap && !l.soft_cap) return prefix(b) + "does not support logits_soft_cap > 0";
   if (p.return_lse && !l.lse) return prefix(b) + "does not support return_lse=true";
   if (p.window_left >= 0 && p.qo_longer_than_kv && !l.window_qo_longer_than_kv)
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) +
+           " when a request has qo_len > kv_len";
+  if (p.window_right >= 0 && p.qo_longer_than_kv && !l.window_qo_longer_than_kv)
+    return prefix(b) + "does not support window_right " + std::to_string(p.window_right) +
            " when a request has qo_len > kv_len";
   if (p.disable_split_kv && !l.split_kv_control)
     return prefix(b) + "does not support disable_split_kv=true (it cannot promise that no engine splits the keys)";

@@ -3,7 +3,8 @@
 // since later plans of longer requests, which the window may then clip, must launch the
 // same kernel with the same argument as the graph captured. It keeps the window, capped at
 // kMaxGraphWindow (or max_kv_len - 1 where that is larger, so it still hides nothing),
-// which keeps p - window_left far from int overflow.
+// which keeps p - window_left far from int overflow. window_right is kept the same way,
+// against the longest qo_len instead.
 #pragma once
 
 namespace flashband::detail {

@@ -10,7 +10,7 @@ namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
 // fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
-static_assert(sizeof(core::AttentionParams) == 344, "launch_signature: list the new AttentionParams field");
+static_assert(sizeof(core::AttentionParams) == 352, "launch_signature: list the new AttentionParams field");
 
 class Fields {
  public:
@@ -69,7 +69,7 @@ std::string launch_signature(const Plan& plan) {
   f.add("kv_storage", static_cast<int>(a.kv_storage)).add("page_size", a.page_size);
   f.add_ptr("qo_indptr", a.qo_indptr).add_ptr("kv_indptr", a.kv_indptr).add_ptr("page_indices", a.page_indices);
   f.add_ptr("last_page_len", a.last_page_len).add_ptr("kv_lens", a.kv_lens).add_ptr("page_status", a.page_status);
-  f.add("causal", a.causal).add("window_left", a.window_left);
+  f.add("causal", a.causal).add("window_left", a.window_left).add("window_right", a.window_right);
   f.add_float("logits_soft_cap", a.logits_soft_cap).add_float("sm_scale", a.sm_scale);
   if (launch_reads_max_lengths(plan)) f.add("max_qo_len", a.max_qo_len).add("max_kv_len", a.max_kv_len);
   f.add("total_qo_tokens", a.total_qo_tokens);

@@ -178,6 +178,9 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
     for (int b = 0; b < r.batch; ++b) p.kv_lens[b] = p.kv_indptr[b + 1] - p.kv_indptr[b];
   }
 
+  // The right bound: causal is window_right 0 (validate refused causal with a wider one),
+  // so a plan carries it once, as causal, and window_right only when it is >= 1.
+  const int right = r.opts.causal ? 0 : r.opts.window_right;
   int max_qo = 0, max_kv = 0;
   bool empty_rows = false, qo_longer = false;
   for (int b = 0; b < r.batch; ++b) {
@@ -185,14 +188,20 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
     const int kv = p.kv_lens[b];
     max_qo = std::max(max_qo, qo);
     max_kv = std::max(max_kv, kv);
-    if (qo > 0 && (kv == 0 || (r.opts.causal && qo > kv))) empty_rows = true;
+    // Row 0 sees no key when its right bound p(0) + right lies left of key 0.
+    if (qo > 0 && (kv == 0 || (right >= 0 && int64_t{qo} > int64_t{kv} + right))) empty_rows = true;
     if (qo > kv) qo_longer = true;
   }
   // A window is a no-op only when it is one for every request of the batch. Under
   // cuda_graph it stays (plan/graph_window.h): dropping it would change the kernel once the
-  // requests outgrow it, and so the launch that a captured graph holds.
+  // requests outgrow it, and so the launch that a captured graph holds. The same holds for
+  // window_right against the longest qo_len.
   const int window = r.opts.cuda_graph ? graph_window(r.opts.window_left, max_kv)
                                        : core::normalize_window(r.opts.window_left, max_kv);
+  const bool causal = right == 0;
+  const int window_right = right < 1                ? -1
+                           : r.opts.cuda_graph      ? graph_window(right, max_qo)
+                                                    : core::normalize_window_right(right, max_qo);
 
   ProblemDesc& d = p.problem;
   d.op = r.op;
@@ -202,8 +211,9 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.head_dim = r.shape.head_dim;
   d.num_qo_heads = r.shape.num_qo_heads;
   d.num_kv_heads = r.shape.num_kv_heads;
-  d.causal = r.opts.causal;
+  d.causal = causal;
   d.window_left = window;
+  d.window_right = window_right;
   d.soft_cap = r.opts.logits_soft_cap > 0.0f;
   d.return_lse = r.opts.return_lse;
   d.kv_layout = r.opts.kv_layout;
@@ -235,6 +245,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   a.page_size = p.page_size;
   a.causal = d.causal;
   a.window_left = window;
+  a.window_right = window_right;
   a.logits_soft_cap = r.opts.logits_soft_cap;
   a.sm_scale = r.opts.sm_scale ? *r.opts.sm_scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   a.max_qo_len = max_qo;

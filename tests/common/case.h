@@ -24,6 +24,7 @@ struct Case {
   DType dtype = DType::kF16;
   bool causal = false;
   int window_left = -1;
+  int window_right = -1;  // with causal only -1 or 0 (SPEC.md)
   float logits_soft_cap = 0.0f;
   std::optional<float> sm_scale;
   bool return_lse = true;

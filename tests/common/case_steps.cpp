@@ -50,6 +50,7 @@ Options case_options(const Case& c) {
   Options o;
   o.causal = c.causal;
   o.window_left = c.window_left;
+  o.window_right = c.window_right;
   o.logits_soft_cap = c.logits_soft_cap;
   o.sm_scale = c.sm_scale;
   o.return_lse = c.return_lse;
@@ -71,10 +72,14 @@ ProblemDesc problem_of(const Case& c) {
   d.head_dim = c.head_dim;
   d.num_qo_heads = c.num_qo_heads;
   d.num_kv_heads = c.num_kv_heads;
-  d.causal = c.causal;
-  int max_kv = 0;
+  // As plan() gives it: causal is the right bound 0 (make_plan.cpp).
+  const int right = c.causal ? 0 : c.window_right;
+  d.causal = right == 0;
+  int max_kv = 0, max_qo = 0;
   for (int k : c.kv_lens) max_kv = std::max(max_kv, k);
+  for (int q : case_qo_lens(c)) max_qo = std::max(max_qo, q);
   d.window_left = core::normalize_window(c.window_left, max_kv);
+  d.window_right = right < 1 ? -1 : core::normalize_window_right(right, max_qo);
   d.max_kv_len = max_kv;
   d.soft_cap = c.logits_soft_cap > 0.0f;
   d.return_lse = c.return_lse;
@@ -83,7 +88,7 @@ ProblemDesc problem_of(const Case& c) {
   for (std::size_t b = 0; b < c.kv_lens.size(); ++b) {
     const int qo = c.entry == EntryPoint::kDecode ? 1 : c.qo_lens[b];
     const int kv = c.kv_lens[b];
-    if (qo > 0 && (kv == 0 || (c.causal && qo > kv))) d.has_empty_rows = true;
+    if (qo > 0 && (kv == 0 || (right >= 0 && int64_t{qo} > int64_t{kv} + right))) d.has_empty_rows = true;
     if (qo > kv) d.qo_longer_than_kv = true;
   }
   return d;
@@ -110,7 +115,7 @@ std::vector<RequestData> make_case_data(const Case& c) {
   return data;
 }
 
-Reference make_reference(const Case& c, const std::vector<RequestData>& data, int window_left) {
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window) {
   std::vector<OracleProblem> problems(data.size());
   std::vector<OracleResult> results(data.size());
   for (std::size_t b = 0; b < data.size(); ++b) {
@@ -121,7 +126,8 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, in
     p.num_kv_heads = c.num_kv_heads;
     p.head_dim = c.head_dim;
     p.causal = c.causal;
-    p.window_left = window_left;
+    p.window_left = window.left;
+    p.window_right = window.right;
     p.logits_soft_cap = c.logits_soft_cap;
     p.sm_scale = case_sm_scale(c);
     results[b] = oracle_empty_result(p);
@@ -139,18 +145,18 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, in
     ref.out.insert(ref.out.end(), o.out.begin(), o.out.end());
     ref.lse.insert(ref.lse.end(), o.lse.begin(), o.lse.end());
     ref.empty.insert(ref.empty.end(), o.empty.begin(), o.empty.end());
-    ref.visible_pairs += oracle_visible_pairs(data[b].qo_len, data[b].kv_len, c.causal, window_left) * H;
+    ref.visible_pairs += oracle_visible_pairs(data[b].qo_len, data[b].kv_len, c.causal, window.left, window.right) * H;
   }
   return ref;
 }
 
-bool window_changes_visibility(const Case& c, int window_left) {
-  if (window_left < 0) return false;
+bool window_changes_visibility(const Case& c, Window with, Window without) {
   const std::vector<int> qo = case_qo_lens(c);
   for (std::size_t b = 0; b < c.kv_lens.size(); ++b) {
-    // The windowed set is a subset of the unwindowed one, so equal counts mean equal sets.
-    if (oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, window_left) !=
-        oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, -1))
+    // Callers drop bounds from `with` to get `without`, so one set contains the other and
+    // equal counts mean equal sets.
+    if (oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, with.left, with.right) !=
+        oracle_visible_pairs(qo[b], c.kv_lens[b], c.causal, without.left, without.right))
       return true;
   }
   return false;

@@ -52,9 +52,14 @@ struct Reference {
   std::vector<char> empty;    // [total_qo, Hq]: rows that see no key
   int64_t visible_pairs = 0;  // summed over heads and requests
 };
-Reference make_reference(const Case& c, const std::vector<RequestData>& data, int window_left);
+// Both sides of a window as the user gives them (-1: no bound on that side).
+struct Window {
+  int left = -1;
+  int right = -1;
+};
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window);
 
-// Whether window_left changes the visible set of any request of the case.
-bool window_changes_visibility(const Case& c, int window_left);
+// Whether the case's requests see other keys under `with` than under `without`.
+bool window_changes_visibility(const Case& c, Window with, Window without);
 
 }  // namespace flashband::testing

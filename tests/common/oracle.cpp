@@ -7,18 +7,19 @@
 
 namespace flashband::testing {
 
-bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int i, int j) {
+bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int window_right, int i, int j) {
   const long pos = static_cast<long>(i) + kv_len - qo_len;  // bottom-right alignment
   if (j < 0 || j >= kv_len) return false;
   if (causal && j > pos) return false;
   if (window_left >= 0 && j < pos - window_left) return false;
+  if (window_right >= 0 && j > pos + window_right) return false;
   return true;
 }
 
-int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_left) {
+int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_left, int window_right) {
   int64_t n = 0;
   for (int i = 0; i < qo_len; ++i)
-    for (int j = 0; j < kv_len; ++j) n += oracle_visible(qo_len, kv_len, causal, window_left, i, j);
+    for (int j = 0; j < kv_len; ++j) n += oracle_visible(qo_len, kv_len, causal, window_left, window_right, i, j);
   return n;
 }
 
@@ -57,7 +58,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
     const double* qi = &q[(static_cast<std::size_t>(i) * Hq + h) * D];
     double m = neg_inf;
     for (int j = 0; j < p.kv_len; ++j) {
-      vis[j] = oracle_visible(p.qo_len, p.kv_len, p.causal, p.window_left, i, j);
+      vis[j] = oracle_visible(p.qo_len, p.kv_len, p.causal, p.window_left, p.window_right, i, j);
       if (!vis[j]) continue;
       const double* kj = &k[(static_cast<std::size_t>(j) * Hk + hk) * D];
       // Four partial sums: the same double-precision dot product without one serial chain.

@@ -15,15 +15,16 @@ struct OracleProblem {
   int head_dim = 1;
   bool causal = false;
   int window_left = -1;          // as given by the user: -1 no window, w >= 0
+  int window_right = -1;         // as given by the user: -1 no right bound, r >= 0
   double logits_soft_cap = 0.0;  // 0: off
   double sm_scale = 1.0;
 };
 
 // SPEC.md "visible(i, j)", written out from the text.
-bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int i, int j);
+bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int window_right, int i, int j);
 
 // Number of visible (row, key) pairs of one request and one head.
-int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_left);
+int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_left, int window_right);
 
 struct OracleResult {
   std::vector<double> out;  // [qo_len, num_qo_heads, head_dim]

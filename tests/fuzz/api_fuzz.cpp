@@ -114,6 +114,12 @@ Options options_of(Bytes& in) {
     case 2: o.window_left = in.take<int32_t>(); break;
     default: o.window_left = -2 - in.upto(3); break;
   }
+  switch (in.upto(3)) {
+    case 0: o.window_right = -1; break;
+    case 1: o.window_right = in.upto(10); break;
+    case 2: o.window_right = in.take<int32_t>(); break;  // past INT_MAX - p: mask.h must not overflow
+    default: o.window_right = -2 - in.upto(3); break;
+  }
   // Float parameters arrive as the double a caller wrote, narrowed the way the bindings do.
   const double raw_cap = in.bit() ? in.take<double>() : in.upto(3) * 10.0;
   const double raw_scale = in.take<double>();

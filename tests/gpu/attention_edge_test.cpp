@@ -640,8 +640,10 @@ struct Sm90PlanInput {
     in.qo_indptr = qo_indptr.data();
     in.kv_start = qo_indptr.data();
     in.kv_lens = kv_lens.data();
-    in.causal = c.causal;
+    const ProblemDesc d = problem_of(c);  // causal and window_right as plan() gives them
+    in.causal = d.causal;
     in.window_left = core::normalize_window(c.window_left, max_kv);
+    in.window_right = d.window_right;
     in.num_qo_heads = c.num_qo_heads;
     in.num_sms = num_sms;
   }
@@ -655,7 +657,7 @@ Sm90Facts sm90_facts(const Case& c, int num_sms = kCoverageSms) {
   f.rows = sm90::typical_request_rows(p.qo_indptr.data(), p.in.batch);
   f.window = p.in.window_left;
   f.paged = c.entry == EntryPoint::kPaged;
-  f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(c.causal, f.window), c.logits_soft_cap > 0.0f);
+  f.runtime_mask = sm90::takes_runtime_mask_kernels(core::needs_mask(p.in.causal, f.window, p.in.window_right), c.logits_soft_cap > 0.0f);
   f.tma_pages = f.paged && sm90::pages_by_tma(c.page_size);
   // Lengths, heads and the SM count decide the tile.
   f.wide = sm90::plan_wide_tiles(p.in, c.head_dim, f.runtime_mask, f.paged, f.tma_pages, sm90::kMaxKVSplits);

@@ -2,12 +2,16 @@
 // window_left {-1, 0, 1, 31, 127, >= kv_len} x dtype {f16, bf16} x head dim {64, 128, 256}
 // in full, with layout, page size {1, 5, 16, 128}, GQA shape, lengths and soft cap rotated
 // through it (different periods, so their combinations vary). Lengths cross the sm80 tile
-// edges (64/128 rows, 64 keys) and batches include empty requests.
+// edges (64/128 rows, 64 keys) and batches include empty requests. The same test runs the
+// two-sided window grid (tests/common/band_grid.h: entry point x causal x window_left x
+// window_right, and FlashInfer's decode with q_len_per_req > 1), whose window guard fails a
+// backend that ignores window_right.
 #include <gtest/gtest.h>
 
 #include <tuple>
 #include <vector>
 
+#include "band_grid.h"
 #include "case.h"
 #include "gpu_backends.h"
 
@@ -95,6 +99,13 @@ TEST_P(GpuGrid, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Grid, GpuGrid,
                          ::testing::Combine(::testing::ValuesIn(gpu_test_backends()),
                                             ::testing::ValuesIn(grid_cases())),
+                         [](const auto& info) {
+                           return param_name(std::get<0>(info.param), std::get<1>(info.param));
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Band, GpuGrid,
+                         ::testing::Combine(::testing::ValuesIn(gpu_test_backends()),
+                                            ::testing::ValuesIn(band_cases({DType::kF16, DType::kBF16}))),
                          [](const auto& info) {
                            return param_name(std::get<0>(info.param), std::get<1>(info.param));
                          });

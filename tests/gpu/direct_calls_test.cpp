@@ -77,7 +77,7 @@ TEST_P(GpuNoWorkspace, SinglePrefillMatchesOracle) {
   synchronize(dev);
   EXPECT_EQ(info.backend, c.backend);
 
-  const Reference ref = make_reference(c, data, c.window_left);
+  const Reference ref = make_reference(c, data, {c.window_left, c.window_right});
   const Comparison cmp =
       compare_attention(tolerance_for(c.dtype), Hq, D, download(out, c.dtype, out_h.numel()), ref.out,
                         download(lse, DType::kF32, lse_h.numel()), ref.lse, ref.empty);

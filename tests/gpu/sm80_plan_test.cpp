@@ -98,6 +98,7 @@ struct Problem {
   bool decode, paged;
   int page_size = 16;
   bool graph = false;  // Options::cuda_graph
+  int window_right = -1;  // >= 1 without causal, as plans give it
 };
 
 detail::Plan make_plan(const Problem& pr) {
@@ -131,6 +132,7 @@ detail::Plan make_plan(const Problem& pr) {
   int max_kv = 0;
   for (int k : pr.kv) max_kv = std::max(max_kv, k);
   a.window_left = core::normalize_window(pr.window, max_kv);
+  a.window_right = pr.window_right;
   a.total_qo_tokens = p.qo_indptr.back();
   return p;
 }
@@ -185,7 +187,8 @@ void check_work_plan(const Problem& pr, int sm_count) {
   for (int b = 0; b < plan.batch; ++b) {
     const int qo = plan.qo_indptr[b + 1] - plan.qo_indptr[b];
     const int tiles = (qo * group + wp.tile.block_m - 1) / wp.tile.block_m;
-    const core::MaskSpec ms{qo, plan.kv_lens[b], plan.params.causal, plan.params.window_left};
+    const core::MaskSpec ms{qo, plan.kv_lens[b], plan.params.causal, plan.params.window_left,
+                            plan.params.window_right};
     for (int m = 0; m < tiles; ++m) {
       const RowTile rt = row_tile_tokens(m * wp.tile.block_m, (m + 1) * wp.tile.block_m, group, qo);
       const core::TileSpan span = core::kv_tile_span(ms, rt.token_begin, rt.token_end, wp.tile.block_n);
@@ -217,6 +220,8 @@ TEST(Sm80WorkPlan, CoversEveryRowTileHeadAndSplit) {
       {{16}, {3000}, 2, 1, 64, true, 700, false, false},
       {{1, 64}, {1, 8191}, 2, 1, 64, true, -1, false, true, 128},
       {{0, 0}, {0, 5}, 7, 1, 64, false, 0, false, false},
+      {{300, 40}, {300, 4000}, 4, 2, 128, false, 31, false, true, 16, false, 7},  // two-sided bands
+      {{2000}, {2000}, 8, 1, 64, false, -1, false, false, 16, false, 100},
   };
   for (const Problem& pr : problems)
     for (int sms : {1, 108, 132}) {
@@ -248,6 +253,30 @@ TEST(Sm80WorkPlan, RandomBatchesStayWithinTheWorkspaceBound) {
     }
     SCOPED_TRACE("iteration " + std::to_string(iter));
     check_work_plan(pr, 132);
+  }
+}
+
+// Split-KV is sized from the band, not from kv_len: a long request under a narrow
+// two-sided band gives each row tile a few KV tiles, so it is not split, where the same
+// request without the band is.
+TEST(Sm80WorkPlan, SplitsFollowTheTwoSidedBand) {
+  constexpr int kQo = 64, kKv = 32768, kLeft = 64, kRight = 16;  // kRight < kQo - 1: it clips
+  const Problem full{{kQo}, {kKv}, 8, 8, 128, false, -1, false, false};
+  Problem band = full;
+  band.window = kLeft;
+  band.window_right = kRight;
+  const WorkPlan wide = make_work_plan(make_plan(full), 132, 1 << 30);
+  const WorkPlan narrow = make_work_plan(make_plan(band), 132, 1 << 30);
+  EXPECT_GT(wide.num_kv_splits, 1);
+  EXPECT_EQ(narrow.num_kv_splits, 1);
+  // Each row tile visits the keys of its rows' bands, p(first) - kLeft .. p(last) + kRight.
+  const core::MaskSpec ms{kQo, kKv, false, kLeft, kRight};
+  for (const WorkItem& w : narrow.work) {
+    const RowTile rt = row_tile_tokens(w.row_tile * narrow.tile.block_m, (w.row_tile + 1) * narrow.tile.block_m, 1, kQo);
+    const core::TileSpan span = core::kv_tile_span(ms, rt.token_begin, rt.token_end, narrow.tile.block_n);
+    const int first = rt.token_begin + kKv - kQo - kLeft, last = rt.token_end - 1 + kKv - kQo + kRight;
+    EXPECT_EQ(span.begin, first / narrow.tile.block_n);
+    EXPECT_EQ(span.end, std::min(last, kKv - 1) / narrow.tile.block_n + 1);
   }
 }
 

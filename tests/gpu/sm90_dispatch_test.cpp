@@ -203,8 +203,9 @@ dispatch::VariantKey key_of(const core::AttentionParams& a) {
   key.shape = dispatch::KernelShape::kPrefill;
   key.storage = a.kv_storage;
   key.dtype = a.dtype;
+  key.kv_dtype = a.dtype;  // as select.cpp's variant_for, until plans carry an fp8 KV dtype
   key.head_dim = a.head_dim;
-  key.needs_mask = core::needs_mask(a.causal, a.window_left);
+  key.needs_mask = core::needs_mask(a.causal, a.window_left, a.window_right);
   key.soft_cap = a.logits_soft_cap > 0.0f;
   return key;
 }
@@ -325,6 +326,43 @@ TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
   for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
 }
 
+// A two-sided band (window_left and window_right, not causal) rides the runtime-mask
+// kernels (no kernel of its own) and its work list visits the band's KV tiles only, on both
+// sides, so its cost follows the band rather than kv_len.
+TEST(Sm90Dispatch, TwoSidedBandRunsTheMaskedKernelOverTheBandsTiles) {
+  constexpr int kLen = 8192, kLeft = 128, kRight = 128;
+  for (int D : {64, 128, 256})
+    for (int page_size : {0, 16}) {
+      detail::Plan plan = problem_plan(DType::kBF16, D, page_size, {kLen, kLen}, {kLen, kLen}, false, kLeft, 0.0f);
+      core::AttentionParams& a = plan.params;
+      a.window_right = core::normalize_window_right(kRight, kLen);
+      ASSERT_EQ(a.window_right, kRight);
+      const dispatch::VariantKey key = key_of(a);
+      ASSERT_TRUE(key.needs_mask);
+      plan.variant = key.to_string();
+      detail::plan_sm90(plan, test_workspace());
+      const sm90::PlanState& st = sm90::plan_state(a);
+      SCOPED_TRACE("D " + std::to_string(D) + " page_size " + std::to_string(page_size) + " tile " +
+                   std::to_string(st.block_m) + "x" + std::to_string(st.block_n));
+      EXPECT_EQ(st.kernel->mask, sm90::MaskKind::kAny);
+      int64_t tiles = 0;
+      for (const sm90::WorkItem& it : st.host_items) {
+        // The rows' band, [row0 - left, row_end - 1 + right], in whole tiles and no more.
+        const int row0 = it.m_block * st.block_m, row_end = std::min(row0 + st.block_m, kLen);
+        EXPECT_GE(it.n_begin, std::max(0, row0 - kLeft) / st.block_n);
+        EXPECT_LE(it.n_end, (std::min(kLen, row_end + kRight) + st.block_n - 1) / st.block_n);
+        tiles += it.n_end - it.n_begin;
+      }
+      const int64_t query_tiles = 2 * ((kLen + st.block_m - 1) / st.block_m);
+      EXPECT_LE(tiles, query_tiles * ((st.block_m + kLeft + kRight) / st.block_n + 2));
+      g_ran = Ran{};
+      dispatch::Registry reg;
+      dispatch::register_sm90_kernels(reg);
+      reg.find(key)->launch(a);
+      EXPECT_EQ(g_ran.calls, 1);
+      EXPECT_TRUE(g_ran.refused.empty()) << g_ran.refused;
+    }
+}
 
 // Options::cuda_graph compares plans by what their launch reads (plan/launch_signature.h):
 // sm90's host state by value, so a new plan of the same launch (other pages, a new state

@@ -70,6 +70,7 @@ TEST(LaunchSignature, EveryPlannedLaunchValueCounts) {
       {"kv_lens", [](Plan& p) { p.params.kv_lens += 1; }},
       {"scratch_bytes", [](Plan& p) { p.params.scratch_bytes = 1024; }},
       {"window_left", [](Plan& p) { p.params.window_left = 31; }},
+      {"window_right", [](Plan& p) { p.params.window_right = 3; }},
       {"sm_scale", [](Plan& p) { p.params.sm_scale = 0.126f; }},
       {"logits_soft_cap", [](Plan& p) { p.params.logits_soft_cap = 30.0f; }},
       {"causal", [](Plan& p) { p.params.causal = true; }},
@@ -340,7 +341,7 @@ TEST(CaptureGuard, GraphPlansKeepAWindowTheRequestsHaveNotReached) {
     r.opts.window_left = window_left;
     r.opts.cuda_graph = graph;
     const auto plan = prepare_plan(r);
-    EXPECT_EQ(plan->kernel.key.needs_mask, core::needs_mask(false, plan->params.window_left));
+    EXPECT_EQ(plan->kernel.key.needs_mask, core::needs_mask(false, plan->params.window_left, plan->params.window_right));
     return plan->params.window_left;
   };
   EXPECT_EQ(window_of(50, 100, false), -1);
@@ -356,6 +357,49 @@ TEST(CaptureGuard, GraphPlansKeepAWindowTheRequestsHaveNotReached) {
   EXPECT_EQ(graph_window(kMaxGraphWindow + 5, kMaxGraphWindow + 3), kMaxGraphWindow + 2);
   EXPECT_EQ(graph_window(kMaxGraphWindow + 5, INT_MAX), kMaxGraphWindow + 5);
   EXPECT_EQ(graph_window(INT_MAX, INT_MAX), INT_MAX - 1);
+}
+
+// The right bound in a plan: causal is window_right 0, so a plan gives it once (causal, or
+// window_right >= 1 without it); one that clips no row (>= max qo_len - 1) is dropped,
+// except under cuda_graph, as for window_left.
+TEST(CaptureGuard, PlansCarryTheRightBoundOnceAndGraphPlansKeepIt) {
+  struct Bound {
+    bool causal;
+    int window_right;
+  };
+  auto bound_of = [](int qo_len, bool causal, int window_right, bool graph) {
+    const int32_t qo_indptr[] = {0, qo_len}, kv_indptr[] = {0, 300};
+    PlanRequest r;
+    r.op = Op::kRaggedPrefill;
+    r.batch = 1;
+    r.qo_indptr = qo_indptr;
+    r.kv_indptr = kv_indptr;
+    r.shape = BatchShape{2, 1, 64, DType::kF32, Device::kCPU, 0};
+    r.opts.backend = Backend::kCPU;
+    r.opts.causal = causal;
+    r.opts.window_right = window_right;
+    r.opts.cuda_graph = graph;
+    const auto plan = prepare_plan(r);
+    const core::AttentionParams& a = plan->params;
+    EXPECT_EQ(plan->kernel.key.needs_mask, core::needs_mask(a.causal, a.window_left, a.window_right));
+    EXPECT_EQ(plan->problem.window_right, a.window_right);
+    return Bound{a.causal, a.window_right};
+  };
+  auto expect = [](Bound got, bool causal, int window_right) {
+    EXPECT_EQ(got.causal, causal);
+    EXPECT_EQ(got.window_right, window_right);
+  };
+  expect(bound_of(50, false, -1, false), false, -1);
+  expect(bound_of(50, false, 0, false), true, -1);  // non-causal window_right 0 is causal
+  expect(bound_of(50, true, 0, false), true, -1);
+  expect(bound_of(50, true, -1, false), true, -1);
+  expect(bound_of(50, false, 7, false), false, 7);
+  expect(bound_of(50, false, 48, false), false, 48);  // clips row 0's last key
+  expect(bound_of(50, false, 49, false), false, -1);  // qo_len - 1: clips nothing
+  expect(bound_of(1, false, 5, false), false, -1);    // one row, as in decode
+  expect(bound_of(50, false, 49, true), false, 49);   // graph plans keep it
+  expect(bound_of(1, false, 5, true), false, 5);
+  expect(bound_of(50, false, INT_MAX, true), false, kMaxGraphWindow);
 }
 
 // The kept window computes what no window computes (cpu backend, the oracle's semantics).

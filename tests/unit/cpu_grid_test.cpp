@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "case.h"
+#include "band_grid.h"
+#include "case_steps.h"
 #include "compare.h"
+#include "flashband/error.h"
 
 namespace flashband::testing {
 namespace {
@@ -77,6 +80,10 @@ std::vector<Case> grid_cases() {
         cases.push_back(c);
         ++k;
       }
+
+  // The two-sided window: window_right x window_left x causal x entry point (causal takes
+  // only -1 and 0; a wider right bound beside it is refused: BandGrid.CausalWithWindowRightIsRefusedByName).
+  for (const Case& c : band_cases({DType::kF16, DType::kBF16, DType::kF32})) cases.push_back(c);
 
   // Every dtype x head dim x layout once, on single prefill with a causal window.
   for (DType dt : dtypes)
@@ -279,6 +286,48 @@ TEST(CpuGridCoverage, EveryAxisValueAndEveryCausalWindowPairPerEntryPoint) {
     for (const char* m : {" full ", " causal "})
       for (int w : {-1, 0, 1, 31, 127, kNoOpWindow}) want.push_back(e + std::string(m) + std::to_string(w));
   for (const std::string& s : want) EXPECT_TRUE(have.count(s)) << "grid lacks " << s;
+}
+
+TEST(BandGrid, EveryEntryCausalWindowLeftAndWindowRight) {
+  std::set<std::string> have;
+  for (const Case& c : band_cases({DType::kF16}))
+    have.insert(std::string(entry_point_name(c.entry)) + (c.causal ? " causal " : " full ") +
+                std::to_string(c.window_left) + " " + std::to_string(c.window_right));
+  for (const char* e : {"single", "ragged", "paged", "decode"})
+    for (bool causal : {false, true})
+      for (int wl : kBandLefts)
+        for (int wr : kBandRights)
+          if (!causal || wr <= 0)
+            EXPECT_TRUE(have.count(e + std::string(causal ? " causal " : " full ") + std::to_string(wl) + " " +
+                                   std::to_string(wr)))
+                << "band grid lacks " << e << " causal " << causal << " " << wl << " " << wr;
+}
+
+// The guard inside run_case needs window_right to change the result by > 0.1: the band
+// grid must actually exercise the right bound, on every entry point that can clip.
+TEST(BandGrid, WindowRightClipsOnEveryPrefillEntryPoint) {
+  std::set<std::string> clipped;
+  for (const Case& c : band_cases({DType::kF16}))
+    if (c.window_right > 0 && window_changes_visibility(c, {c.window_left, c.window_right}, {c.window_left, -1}))
+      clipped.insert(std::string(entry_point_name(c.entry)) + " " + std::to_string(c.window_right));
+  for (const char* e : {"single", "ragged", "paged"})
+    for (int wr : {1, 7, 128}) EXPECT_TRUE(clipped.count(e + std::string(" ") + std::to_string(wr))) << e << " " << wr;
+}
+
+TEST(BandGrid, CausalWithWindowRightIsRefusedByName) {
+  Case c;
+  c.entry = EntryPoint::kRagged;
+  c.qo_lens = {9};
+  c.kv_lens = {9};
+  c.causal = true;
+  c.window_right = 1;
+  try {
+    run_case(c);
+    FAIL() << "causal=true with window_right 1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("window_right: got 1 with causal=true"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -104,6 +104,7 @@ std::vector<Mutation> mutations() {
       {"causal", [](P& p, C&) { p.causal = false; }},
       {"window_left", [](P& p, C&) { p.window_left = 41; }},
       {"window off", [](P& p, C&) { p.window_left = -1; }},
+      {"window_right (a band instead of causal)", [](P& p, C&) { p.causal = false; p.window_right = 3; }},
       {"sm_scale", [](P& p, C&) { p.sm_scale = 0.126f; }},
       {"sm_scale by one ulp", [](P& p, C&) { p.sm_scale = std::nextafter(0.125f, 1.0f); }},
       {"logits_soft_cap", [](P& p, C&) { p.logits_soft_cap = 30.0f; }},
@@ -190,6 +191,19 @@ TEST(CudnnGraphKey, AWindowBeyondTheBucketBuildsTheUnwindowedGraph) {
   }
   p.window_left = 510;  // clips requests of 512 keys, which the bucket admits
   EXPECT_EQ(make_graph_key(p, paged_ctx()).window_left, 510);
+}
+
+// The same for window_right within the graph's s_q (max_qo_len 50: s_q 64).
+TEST(CudnnGraphKey, AWindowRightBeyondTheBucketBuildsTheGraphWithoutIt) {
+  core::AttentionParams p = paged_params();
+  p.causal = false;
+  const GraphKey without = make_graph_key(p, paged_ctx());
+  for (int window_right : {63, 100, 1 << 30}) {
+    p.window_right = window_right;
+    EXPECT_EQ(make_graph_key(p, paged_ctx()), without) << "window_right " << window_right;
+  }
+  p.window_right = 62;  // clips row 0 of a 64-row request, which the bucket admits
+  EXPECT_EQ(make_graph_key(p, paged_ctx()).window_right, 62);
 }
 
 TEST(CudnnGraphKey, PageTableCoversTheLongestRequest) {

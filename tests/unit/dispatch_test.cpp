@@ -60,6 +60,9 @@ TEST(Dispatch, WindowWithoutCausalNeedsMaskedVariant) {
   EXPECT_FALSE(variant_for(p, Backend::kSM80).needs_mask);
   p.causal = true;
   EXPECT_TRUE(variant_for(p, Backend::kSM80).needs_mask);
+  p.causal = false;
+  p.window_right = 1;  // a right bound alone needs the mask too
+  EXPECT_TRUE(variant_for(p, Backend::kSM80).needs_mask);
 }
 
 TEST(Dispatch, UnmaskedKernelNeverReceivesAWindow) {
@@ -81,6 +84,9 @@ TEST(Dispatch, UnmaskedKernelNeverReceivesAWindow) {
   }
   a.window_left = -1;
   EXPECT_NO_THROW(check_kernel_fits(e, a));
+  a.window_right = 7;
+  EXPECT_THROW(check_kernel_fits(e, a), Error) << "an unmasked kernel accepted window_right=7";
+  a.window_right = -1;
   a.causal = true;
   EXPECT_THROW(check_kernel_fits(e, a), Error);
 }
@@ -128,6 +134,26 @@ TEST(Dispatch, WindowRefusedByBackendThatCannotNamesParameterAndAlternatives) {
   EXPECT_EQ(select(p, Backend::kAuto, hopper(), reg, table).backend, Backend::kSM90);
   // With causal the same window is fine for sm80.
   p.causal = true;
+  EXPECT_EQ(select(p, Backend::kSM80, hopper(), reg, table).backend, Backend::kSM80);
+}
+
+TEST(Dispatch, WindowRightRefusedByBackendWithoutTheColumn) {
+  std::vector<CapabilityRow> table = {row(Backend::kSM80, true), row(Backend::kSM90, true)};
+  table[0].limits.window_right = false;  // sm80 as a stand-in for a backend without it
+  const Registry reg = full_registry({Backend::kSM80, Backend::kSM90});
+  ProblemDesc p = cuda_problem();
+  p.window_right = 9;
+  try {
+    select(p, Backend::kSM80, hopper(), reg, table);
+    FAIL() << "sm80 accepted window_right without the capability";
+  } catch (const Error& err) {
+    const std::string msg = err.what();
+    EXPECT_EQ(err.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(msg.find("backend 'sm80' does not support window_right 9"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'sm90' does"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(select(p, Backend::kAuto, hopper(), reg, table).backend, Backend::kSM90);
+  p.window_right = -1;
   EXPECT_EQ(select(p, Backend::kSM80, hopper(), reg, table).backend, Backend::kSM80);
 }
 

@@ -1,10 +1,12 @@
 // core/mask.h against a brute-force predicate written here from SPEC.md: every qo_len and
-// kv_len in 0..40, every window -1..45, causal and not. Visible sets are 64-bit masks over
+// kv_len in 0..40, every window_left -1..45, causal and not, and without causal a spread of
+// window_right values. Visible sets are 64-bit masks over
 // keys (kv_len <= 40), so each check is a few instructions and the suite takes seconds.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include "core/mask.h"
@@ -16,13 +18,17 @@ constexpr int kMaxLen = 40;
 constexpr int kMaxWindow = 45;
 
 // SPEC.md "visible(i, j)", spelled out independently of mask.h.
-bool brute_visible(int qo_len, int kv_len, bool causal, int window, int i, int j) {
+bool brute_visible(int qo_len, int kv_len, bool causal, int window, int i, int j, int window_right = -1) {
   const int pos = i + kv_len - qo_len;
   if (i < 0 || i >= qo_len || j < 0 || j >= kv_len) return false;
   if (causal && j > pos) return false;
   if (window >= 0 && j < pos - window) return false;
+  if (window_right >= 0 && j > pos + window_right) return false;
   return true;
 }
+
+// window_right values enumerated (causal=false only: causal is the right bound 0).
+constexpr int kWindowRights[] = {-1, 0, 1, 3, 17, 39, 44};
 
 uint64_t bits(int first, int last) {  // keys [first, last)
   if (last <= first) return 0;
@@ -41,19 +47,22 @@ void for_each_problem(const std::function<void(const Brute&)>& fn) {
   for (int qo = 0; qo <= kMaxLen; ++qo)
     for (int kv = 0; kv <= kMaxLen; ++kv)
       for (int causal = 0; causal < 2; ++causal)
-        for (int w = -1; w <= kMaxWindow; ++w) {
-          b.spec = MaskSpec{qo, kv, causal != 0, w};
-          b.row.assign(static_cast<size_t>(qo), 0);
-          for (int i = 0; i < qo; ++i)
-            for (int j = 0; j < kv; ++j)
-              if (brute_visible(qo, kv, causal != 0, w, i, j)) b.row[i] |= 1ull << j;
-          fn(b);
-        }
+        for (int w = -1; w <= kMaxWindow; ++w)
+          for (int wr : kWindowRights) {
+            if (causal && wr != -1) continue;
+            b.spec = MaskSpec{qo, kv, causal != 0, w, wr};
+            b.row.assign(static_cast<size_t>(qo), 0);
+            for (int i = 0; i < qo; ++i)
+              for (int j = 0; j < kv; ++j)
+                if (brute_visible(qo, kv, causal != 0, w, i, j, wr)) b.row[i] |= 1ull << j;
+            fn(b);
+          }
 }
 
 std::string describe(const MaskSpec& m) {
   return "qo_len " + std::to_string(m.qo_len) + " kv_len " + std::to_string(m.kv_len) + " causal " +
-         std::to_string(m.causal) + " window " + std::to_string(m.window_left);
+         std::to_string(m.causal) + " window " + std::to_string(m.window_left) + " window_right " +
+         std::to_string(m.window_right);
 }
 
 TEST(Mask, IsVisibleMatchesBruteForce) {
@@ -70,8 +79,9 @@ TEST(Mask, IsVisibleMatchesBruteForce) {
         ++checked;
       }
   });
-  // sum over qo of qo rows x (kv_len + 2) keys, over 41 kv lengths, 47 windows, 2 causal values
-  EXPECT_EQ(checked, int64_t{820} * 902 * 47 * 2);
+  // sum over qo of qo rows x (kv_len + 2) keys, over 41 kv lengths, 47 windows, and 8 right
+  // bounds: causal, or not causal with each of kWindowRights
+  EXPECT_EQ(checked, int64_t{820} * 902 * 47 * (1 + std::size(kWindowRights)));
 }
 
 TEST(Mask, RowRangeIsExactlyTheVisibleKeys) {
@@ -109,18 +119,34 @@ TEST(Mask, NeedsMaskAndNormalizeWindow) {
   std::vector<std::vector<char>> changes(kMaxLen + 1, std::vector<char>(kMaxWindow + 2, 0));
   for_each_problem([&](const Brute& b) {
     const MaskSpec& m = b.spec;
-    EXPECT_EQ(needs_mask(m.causal, m.window_left), m.causal || m.window_left >= 0);
-    const MaskSpec no_window{m.qo_len, m.kv_len, m.causal, -1};
-    bool differs = false;
+    EXPECT_EQ(needs_mask(m.causal, m.window_left, m.window_right),
+              m.causal || m.window_left >= 0 || m.window_right >= 0);
+    const MaskSpec no_window{m.qo_len, m.kv_len, m.causal, -1, m.window_right};
+    const MaskSpec no_right{m.qo_len, m.kv_len, m.causal, m.window_left, -1};
+    bool differs = false, right_differs = false;
     for (int i = 0; i < m.qo_len; ++i) {
-      uint64_t nw = 0;
-      for (int j = 0; j < m.kv_len; ++j) nw |= static_cast<uint64_t>(brute_visible(m.qo_len, m.kv_len, m.causal, -1, i, j)) << j;
+      uint64_t nw = 0, nr = 0;
+      for (int j = 0; j < m.kv_len; ++j) {
+        nw |= static_cast<uint64_t>(brute_visible(m.qo_len, m.kv_len, m.causal, -1, i, j, m.window_right)) << j;
+        nr |= static_cast<uint64_t>(brute_visible(m.qo_len, m.kv_len, m.causal, m.window_left, i, j)) << j;
+      }
       differs |= nw != b.row[i];
+      right_differs |= nr != b.row[i];
       // Without a mask, every key is visible.
-      if (!needs_mask(m.causal, m.window_left)) {
+      if (!needs_mask(m.causal, m.window_left, m.window_right)) {
         ASSERT_EQ(b.row[i], bits(0, m.kv_len)) << describe(m);
       }
     }
+    // A window_right normalised away changes nothing; one kept (>= 1) clips some row.
+    const int norm_right = normalize_window_right(m.window_right, m.qo_len);
+    if (norm_right == -1) {
+      ASSERT_FALSE(right_differs) << describe(m);
+      for (int i = 0; i < m.qo_len; ++i) ASSERT_EQ(row_kv_range(no_right, i).size(), __builtin_popcountll(b.row[i]));
+    } else {
+      ASSERT_EQ(norm_right, m.window_right) << describe(m);
+      if (m.window_right >= 1 && m.kv_len > 0 && m.window_left < 0) ASSERT_TRUE(right_differs) << describe(m);
+    }
+    if (m.window_right != -1) return;  // the window_left checks below are those of the right bound -1
     const int norm = normalize_window(m.window_left, m.kv_len);
     if (norm == -1) {
       // A window normalised away must change nothing.

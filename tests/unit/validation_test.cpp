@@ -70,6 +70,19 @@ TEST(Validation, OptionValues) {
   o.window_left = -2;
   expect_refused(b, run(o), "window_left: got -2");
   o = lse_opts();
+  o.window_right = -2;
+  expect_refused(b, run(o), "window_right: got -2, allowed: -1 (no right bound) or >= 0");
+  o.window_right = 3;  // causal is window_right 0: a wider bound beside it is ambiguous
+  o.causal = true;
+  expect_refused(b, run(o), "window_right: got 3 with causal=true");
+  for (int agrees : {-1, 0}) {  // both mean the causal bound (fresh buffers: this one writes)
+    Buffers fresh;
+    TensorView fresh_lse = fresh.tl();
+    o.window_right = agrees;
+    EXPECT_NO_THROW(single_prefill(fresh.tq(), fresh.tk(), fresh.tv(), fresh.to(), &fresh_lse, o))
+        << "window_right " << agrees << " with causal=true";
+  }
+  o = lse_opts();
   o.logits_soft_cap = -1.0f;
   expect_refused(b, run(o), "logits_soft_cap");
   o.logits_soft_cap = std::numeric_limits<float>::quiet_NaN();

@@ -19,7 +19,8 @@ struct FlagName {
 };
 constexpr FlagName kFlags[] = {
     {"num_qo_heads", "--heads"},        {"num_kv_heads", "--kv-heads"},   {"head_dim", "--head-dim"},
-    {"window_left", "--window"},        {"logits_soft_cap", "--soft-cap"}, {"sm_scale", "--sm-scale"},
+    {"window_left", "--window"},        {"window_right", "--window-right"}, {"logits_soft_cap", "--soft-cap"},
+    {"sm_scale", "--sm-scale"},
     {"page_size", "--page-size"},       {"kv_layout", "--layout"},         {"dtype", "--dtype"},
 };
 

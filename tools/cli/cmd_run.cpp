@@ -129,6 +129,7 @@ int cmd_run(Args& a) {
   c.dtype = parse_dtype(a.str("dtype", "bf16"));
   c.causal = a.flag("causal");
   c.window_left = a.integer("window", -1);
+  c.window_right = a.integer("window-right", -1);
   c.logits_soft_cap = float_flag(a, "soft-cap", "logits_soft_cap");
   if (a.given("sm-scale")) c.sm_scale = float_flag(a, "sm-scale", "sm_scale");
   c.return_lse = !a.flag("no-lse");

@@ -94,7 +94,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
   const int qo_len = request_qo_len(p, w.request);
   const int kv_len = request_kv_len(p, w.request);
   const int64_t token0 = p.qo_indptr[w.request] + w.row_begin;
-  const core::MaskSpec mask{qo_len, kv_len, p.causal, p.window_left};
+  const core::MaskSpec mask{qo_len, kv_len, p.causal, p.window_left, p.window_right};
 
   // Local row index x = g * rows + r: query head kv_head * group + g, row row_begin + r.
   for (int g = 0; g < group; ++g) {
@@ -169,6 +169,7 @@ void check_params(const core::AttentionParams& p) {
       (p.page_size <= 0 || (p.kv_lens == nullptr && p.last_page_len == nullptr)))
     fail("paged storage needs page_size > 0 and kv_lens or last_page_len");
   if (p.window_left < -1) fail("window_left " + std::to_string(p.window_left) + " < -1");
+  if (p.window_right < -1) fail("window_right " + std::to_string(p.window_right) + " < -1");
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 //
 // Glue contract:
 // - plan_cudnn(plan, ws) needs plan.params' semantics (op, dtype, batch, heads, head_dim,
-//   causal, normalised window_left (kept in cuda_graph plans; the graph key normalises it),
+//   causal, normalised window_left and window_right (kept in cuda_graph plans; the graph key
+//   normalises them),
 //   logits_soft_cap, sm_scale, max_qo_len, max_kv_len, total_qo_tokens, page_size, stream),
 //   plan.opts.return_lse / kv_layout, plan.shape.device_id,
 //   plan.qo_indptr / kv_indptr / kv_lens / page_indices / num_pages / total_kv_tokens.

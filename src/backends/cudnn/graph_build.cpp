@@ -118,6 +118,10 @@ std::shared_ptr<BuiltGraph> construct(const GraphKey& key, int sm_version) {
     if (key.causal) {
       sdpa.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT).set_diagonal_band_right_bound(0);
     }
+    if (key.window_right >= 0) {
+      // cuDNN keeps key j iff j <= p(i) + right_bound (bottom-right): window_right itself.
+      sdpa.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT).set_diagonal_band_right_bound(key.window_right);
+    }
     if (key.window_left >= 0) {
       // cuDNN keeps key j iff j > p(i) - left_bound, i.e. j >= p(i) - window_left.
       sdpa.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT)

@@ -59,6 +59,7 @@ void for_each_field(const GraphKey& k, F&& f) {
   f("page_table_width", static_cast<int64_t>(k.page_table_width));
   f("causal", static_cast<int64_t>(k.causal));
   f("window_left", static_cast<int64_t>(k.window_left));
+  f("window_right", static_cast<int64_t>(k.window_right));
   f("scale_bits", static_cast<int64_t>(k.scale_bits));
   f("soft_cap_bits", static_cast<int64_t>(k.soft_cap_bits));
   f("return_lse", static_cast<int64_t>(k.return_lse));
@@ -236,6 +237,8 @@ GraphKey make_graph_key(const core::AttentionParams& p, const GraphKeyContext& c
   // A window that hides nothing within s_kv builds the unwindowed graph; a cuda_graph plan
   // passes such windows on (plan/graph_window.h), and its graph is then the eager one.
   k.window_left = core::normalize_window(p.window_left, static_cast<int>(std::min<int64_t>(k.s_kv, INT_MAX)));
+  // The same for window_right within s_q (decode's 1: a right bound never clips a decode row).
+  k.window_right = core::normalize_window_right(p.window_right, static_cast<int>(std::min<int64_t>(k.s_q, INT_MAX)));
   k.scale_bits = float_bits(p.sm_scale);
   k.soft_cap_bits = float_bits(p.logits_soft_cap);
   return k;

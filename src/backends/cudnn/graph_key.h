@@ -54,6 +54,7 @@ struct GraphKey {
   // Semantics.
   bool causal = false;
   int window_left = -1;         // cuDNN left bound = window_left + 1 (the bound counts the diagonal)
+  int window_right = -1;        // cuDNN right bound, the same number (>= 1; 0 is causal)
   uint32_t scale_bits = 0;      // sm_scale, bit-exact
   uint32_t soft_cap_bits = 0;   // always 0 in a built graph: soft cap is refused (see plan)
   bool return_lse = false;
@@ -97,7 +98,8 @@ int page_stride_multiple(const GraphKey& planned, const GraphKey& given);
 int64_t bucket_length(int64_t max_len);
 
 // The key of the graph that runs `p`. Reads op, dtype, batch, heads, head_dim, max_qo_len,
-// max_kv_len, page_size, every stride, causal, window_left, logits_soft_cap and sm_scale.
+// max_kv_len, page_size, every stride, causal, window_left, window_right, logits_soft_cap
+// and sm_scale.
 GraphKey make_graph_key(const core::AttentionParams& p, const GraphKeyContext& ctx);
 
 // The first field in which two keys differ, as "name: a vs b"; empty when equal.

@@ -2,7 +2,7 @@
 // split). Prefill and decode are the same code with different TileConfigs (warps along
 // query rows, or along keys). Compile-time knobs: tile config (head dim), element type T of
 // q and o, K/V element type KV (T, or an fp8 format: fp8_fragments.h), kMask
-// (causal/window), kSoftCap, kPaged.
+// (causal / window_left / window_right), kSoftCap, kPaged.
 //
 // Main loop over the KV tiles the row tile can see (core::kv_tile_span, cut by the split):
 //   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int key_off = warp_n * Cfg::kWarpKeys;
 
   const Request r = load_request(p, group, Cfg::kBlockM);
-  const core::MaskSpec ms{r.qo_len, r.kv_len, kMask ? p.causal : false, kMask ? p.window_left : -1};
+  const core::MaskSpec ms{r.qo_len, r.kv_len, kMask ? p.causal : false, kMask ? p.window_left : -1,
+                          kMask ? p.window_right : -1};
   const RowTile cta_rows = row_tile_tokens(r.row_begin, r.row_begin + Cfg::kBlockM, group, r.qo_len);
   const core::TileSpan span = split_span(
       core::kv_tile_span(ms, cta_rows.token_begin, cta_rows.token_end, Cfg::kBlockN), p.num_kv_splits, r.split);

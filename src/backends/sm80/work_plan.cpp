@@ -44,7 +44,7 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   int64_t total_tiles = 0, max_tiles = 0;
   for (int b = 0; b < B; ++b) {
     const int qo_len = plan.qo_indptr[b + 1] - plan.qo_indptr[b];
-    const core::MaskSpec ms{qo_len, plan.kv_lens[b], a.causal, a.window_left};
+    const core::MaskSpec ms{qo_len, plan.kv_lens[b], a.causal, a.window_left, a.window_right};
     const int64_t rows = static_cast<int64_t>(qo_len) * group;
     const int num_row_tiles = static_cast<int>((rows + tile.block_m - 1) / tile.block_m);
     for (int m = 0; m < num_row_tiles; ++m) {

@@ -225,7 +225,8 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     // Constant masks fold their arithmetic away (tile_shapes.h MaskKind).
     g.spec = Traits::kMask == MaskKind::kKVLen    ? core::MaskSpec{it.qo_len, it.kv_len, false, -1}
              : Traits::kMask == MaskKind::kCausal ? core::MaskSpec{it.qo_len, it.kv_len, true, -1}
-                                                  : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left};
+                                                  : core::MaskSpec{it.qo_len, it.kv_len, p.causal, p.window_left,
+                                                                   p.window_right};
     g.tile_row0 = it.m_block * kBlockM;
     g.slab_begin = g.tile_row0 + slab * 64;
     g.slab_end = min(g.slab_begin + 64, it.qo_len);

@@ -28,9 +28,9 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
                                           std::to_string(shape.block_m) + " x " + std::to_string(shape.block_n));
   // a.window_left is normalised by the plan: a window that hides nothing is -1 here, except
   // in cuda_graph plans (plan/graph_window.h), which the masked kernels serve.
-  if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left))
+  if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left, a.window_right))
     throw Error(ErrorCode::kInternal, "sm90: a causal or window problem reached the kernel without those masks");
-  if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0))
+  if (shape.mask == MaskKind::kCausal && (!a.causal || a.window_left >= 0 || a.window_right >= 0))
     throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   if (a.logits_soft_cap > 0.0f && !compiles_soft_cap(shape.mask))
     throw Error(ErrorCode::kInternal, "sm90: a soft-capped problem reached a kernel compiled without the soft cap");
@@ -128,6 +128,7 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
 
   p.causal = a.causal;
   p.window_left = a.window_left;
+  p.window_right = a.window_right;
   if (a.logits_soft_cap > 0.0f) {
     p.softcap_pre = a.sm_scale / a.logits_soft_cap;
     p.scale_log2 = a.logits_soft_cap * core::kLog2e;

@@ -55,6 +55,7 @@ struct KernelParams {
 
   bool causal = false;
   int window_left = -1;
+  int window_right = -1;  // >= 1 or -1 (core::MaskSpec): the runtime-mask kernels' right bound
   // Logits in base-2 units are s * scale_log2 without a soft cap, and
   // tanh(s * softcap_pre) * scale_log2 with one (softcap_pre = sm_scale / cap,
   // scale_log2 = cap * log2 e).

@@ -85,6 +85,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.kv_lens = plan.kv_lens.data();
   in.causal = a.causal;
   in.window_left = a.window_left;
+  in.window_right = a.window_right;
   in.num_qo_heads = H;
   in.num_sms = num_sms;
 

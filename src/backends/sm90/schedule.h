@@ -33,7 +33,7 @@ __device__ __forceinline__ Unit load_unit(const KernelParams& p, int u) {
     // One request: the last query tile first, since under a causal mask it is the longest.
     const int m_blocks = (p.single_qo_len + kBlockM - 1) / kBlockM;
     const int mb = m_blocks - 1 - index;
-    const core::MaskSpec spec{p.single_qo_len, p.single_kv_len, p.causal, p.window_left};
+    const core::MaskSpec spec{p.single_qo_len, p.single_kv_len, p.causal, p.window_left, p.window_right};
     const core::TileSpan span = core::kv_tile_span(spec, mb * kBlockM, (mb + 1) * kBlockM, kBlockN);
     t.item = WorkItem{0, p.single_qo_len, 0, p.single_kv_len, mb, span.begin, span.end, -1};
   }

@@ -24,7 +24,8 @@ bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
 }
 
 bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits) {
-  const bool causal_window = in.causal && in.window_left >= 0;  // window_left as normalised
+  // A band bounded on both sides (causal or window_right, and window_left; as normalised).
+  const bool causal_window = (in.causal || in.window_right >= 0) && in.window_left >= 0;
   const bool wide = use_wide_tiles(head_dim, masked, paged, tma_pages,
                                    tile_rule_length(masked, in.qo_indptr, in.kv_lens, in.batch)) &&
                     !(masked && causal_window && !wide_masked_takes_causal_windows(head_dim));
@@ -33,10 +34,12 @@ bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool pa
 
 KernelChoice choose_kernel(const WorkListInput& in, int head_dim, bool paged, int64_t page_size, bool soft_cap,
                            int max_splits) {
-  const bool masked = takes_runtime_mask_kernels(core::needs_mask(in.causal, in.window_left), soft_cap);
+  const bool masked = takes_runtime_mask_kernels(core::needs_mask(in.causal, in.window_left, in.window_right), soft_cap);
   const bool tma_pages = paged && pages_by_tma(page_size);
   KernelChoice c;
   c.wide = plan_wide_tiles(in, head_dim, masked, paged, tma_pages, max_splits);
+  // A causal plan carries window_right -1 (plan/make_plan.cpp), so the causal-only kernel
+  // never meets a right band; kernel_args.cpp checks it.
   if (use_causal_kernel(head_dim, paged, paged && !tma_pages, c.wide, in.causal, in.window_left, soft_cap,
                         typical_request_rows(in.qo_indptr, in.batch), causal_kernel_max_rows()))
     c.mask = MaskKind::kCausal;

@@ -7,7 +7,7 @@ namespace flashband::sm90 {
 namespace {
 
 core::MaskSpec request_mask(const WorkListInput& in, int b) {
-  return {in.qo_indptr[b + 1] - in.qo_indptr[b], in.kv_lens[b], in.causal, in.window_left};
+  return {in.qo_indptr[b + 1] - in.qo_indptr[b], in.kv_lens[b], in.causal, in.window_left, in.window_right};
 }
 
 core::TileSpan query_tile_span(const WorkListInput& in, const core::MaskSpec& m, int m_block) {

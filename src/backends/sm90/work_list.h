@@ -44,6 +44,7 @@ struct WorkListInput {
   const int32_t* kv_lens = nullptr;    // [batch]
   bool causal = false;
   int window_left = -1;
+  int window_right = -1;  // so every query tile's KV span follows the band (core::kv_tile_span)
   int block_m = 0;
   int block_n = 0;
   int num_splits = 1;  // 1: items write O directly
