@@ -222,6 +222,27 @@ def assign(dst: Any, src: Any) -> None:
         raise UnsupportedError(f"cannot write into a {type(dst).__name__}; give a torch, CuPy or NumPy array")
 
 
+def scaled_copy(dst: Any, src: Any, factor: float) -> None:
+    """dst[...] = src * factor (factor 1.0: a plain copy) for two arrays of one framework,
+    on the current stream of dst's device; src may be a transposed view."""
+    k = kind(dst)
+    if k == "torch":
+        if factor == 1.0:
+            dst.copy_(src)
+        else:
+            _torch().mul(src, factor, out=dst)
+    elif k in ("cupy", "numpy"):
+        xp = _cupy() if k == "cupy" else np
+        xp.multiply(src, factor, out=dst)
+    else:
+        raise UnsupportedError(f"cannot write into a {type(dst).__name__}; give a torch, CuPy or NumPy array")
+
+
+def transposed(x: Any) -> Any:
+    """The 2-D array's transpose, a view (torch, CuPy, NumPy)."""
+    return x.t() if kind(x) == "torch" else x.T
+
+
 def host_int32(x: Any, what: str) -> np.ndarray:
     """A contiguous host int32 copy (or view) of an index array on any device.
 

@@ -206,6 +206,14 @@ class MultiLevelCascadeAttentionWrapper:
 
     begin_forward = plan
 
+    def prewarm_paged_kv_stride_variant(self, variant: str = "independent") -> None:
+        """FlashInfer 0.7's: as the paged prefill wrapper's, for every level (nothing to
+        load; a plan() first, "independent" only)."""
+        if not self._planned:
+            raise InvalidArgumentError("prewarm_paged_kv_stride_variant: plan() has not been called")
+        for wrapper in self._levels:
+            wrapper.prewarm_paged_kv_stride_variant(variant)
+
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
         """q [rows, Hq, D] -> out like q, or (out, lse [rows, Hq] float32, base 2) with
