@@ -67,13 +67,19 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
             "variant_owns_mask": False, "v_indptr": None, "o_indptr": None}
 
 
+_ALLOWED = {name: v if isinstance(v, tuple) else (v,) for name, v in _NEUTRAL.items()}
+
+
 def refuse_unsupported(**given: Any) -> None:
     """FlashInfer parameters outside flashband's contract (SPEC.md): accepted only at their
     neutral value, so that code written for FlashInfer fails loudly instead of computing
     something else."""
     for name, value in given.items():
-        allowed = _NEUTRAL[name] if isinstance(_NEUTRAL[name], tuple) else (_NEUTRAL[name],)
-        if not any(_is(value, a) for a in allowed):
+        allowed = _ALLOWED[name]
+        for neutral in allowed:  # plan() checks several per call: the usual None first, by identity
+            if value is neutral or _is(value, neutral):
+                break
+        else:
             shown = " or ".join(repr(a) for a in allowed)
             raise UnsupportedError(f"{name}: {value!r} is not supported by flashband (allowed: {shown})")
 

@@ -12,6 +12,7 @@ than the plan, the wrapper re-plans once with the saved host arrays.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
@@ -27,19 +28,22 @@ from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
 # FlashInfer's int workspace size: a plan's arrays up to it keep one buffer (and so the
 # pointers a CUDA graph captured) from the first plan on.
 _PLAN_BUFFER_MIN = 8 << 20
+_HOST = contextlib.nullcontext()  # a host workspace's device guard (reusable: it holds nothing)
 
 
 def plan_sizes(qo_indptr: Optional[np.ndarray], head_dim: int,
-               page_indptr: Optional[np.ndarray] = None) -> Tuple[int, ...]:
+               page_indptr: Optional[np.ndarray] = None, longest: bool = True) -> Tuple[int, ...]:
     """What batch_plan_bytes needs to know of one plan (qo_indptr None: decode, one query
-    per request). Arrays the native plan() will refuse give sizes of 0 here."""
+    per request). Arrays the native plan() will refuse give sizes of 0 here. longest=False:
+    the longest request's pages are left 0 (only cuDNN's page table on a GPU needs them)."""
     indptr = page_indptr if qo_indptr is None else qo_indptr
     batch = max(len(indptr) - 1, 0) if indptr is not None else 0
     qo_tokens = batch if qo_indptr is None else max(int(qo_indptr[-1]), 0) if batch else 0
     pages = request_pages = 0
     if page_indptr is not None and batch and len(page_indptr) > batch:
         pages = max(int(page_indptr[batch]), 0)
-        request_pages = max(int(np.diff(page_indptr[:batch + 1]).max()), 0)
+        if longest:  # (np.diff's own overhead was most of this at serving batch sizes)
+            request_pages = max(int((page_indptr[1:batch + 1] - page_indptr[:batch]).max()), 0)
     return (batch, qo_tokens, head_dim, pages, request_pages)
 
 
@@ -80,12 +84,15 @@ class BatchWrapperBase:
         # calls. The native plan keeps that promise or raises (Options.cuda_graph).
         self._use_cuda_graph = bool(use_cuda_graph)
         self._workspace = float_workspace_buffer
+        self._host_workspace = fw.device_of(float_workspace_buffer)[0] == "cpu"
         self._int_workspace: Any = None   # given to reset_workspace_buffer: used as it is
         self._plan_buffer: Any = None     # else this wrapper's own, grown as plans need
         self._retired: list = []          # outgrown ones a captured graph may still read
         self._native = self._native_class()
         self._plan_args: Optional[tuple] = None
         self._plan_info: Any = None  # the RunInfo of the last successful native plan
+        self._options_key: Any = None    # _options(): the inputs of the Options kept
+        self._options_kept: Any = None
         self._plan_sizes: Tuple[int, ...] = ()
         self._semantics: dict = {}
         self._planned_lse = False
@@ -256,6 +263,7 @@ class BatchWrapperBase:
         _args.array(float_workspace_buffer, "float_workspace_buffer", writable=True)
         _args.optional_array(int_workspace_buffer, "int_workspace_buffer", writable=True)
         self._workspace = float_workspace_buffer
+        self._host_workspace = fw.device_of(float_workspace_buffer)[0] == "cpu"
         self._int_workspace = int_workspace_buffer
         self._plan_buffer, self._retired = None, []
         self._native = self._native_class()
@@ -327,14 +335,18 @@ class BatchWrapperBase:
         the arrays go into it, as in the C++ API without plan_data, and it cannot be shared."""
         if self._int_workspace is not None:
             return self._int_workspace
-        kind, _ = fw.device_of(self._workspace)
-        if kind == "cpu" or fw.kind(self._workspace) not in ("torch", "cupy"):
+        if self._host_workspace or fw.kind(self._workspace) not in ("torch", "cupy"):
             return None  # the cpu backend keeps a plan's arrays on the host
         need = self._plan_bytes(self._plan_sizes, self._num_qo_heads, self._device_indices)
         have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])
         if need <= have:
             return self._plan_buffer
         return fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),), "uint8")
+
+    def _longest(self) -> bool:
+        """Whether a plan's sizes need its longest request (plan_sizes): cuDNN's page table
+        in a GPU workspace, where the backend may be cudnn."""
+        return not self._host_workspace and self._backend not in ("sm80", "sm90")
 
     def _plan_bytes(self, sizes: Tuple[int, ...], num_qo_heads: int, device_indices: Any) -> int:
         """Bytes of the int workspace a plan of these sizes takes on this wrapper."""
@@ -391,13 +403,30 @@ class BatchWrapperBase:
             self._retired.append(self._plan_buffer)
         self._plan_buffer = plan_workspace
 
-    def _plan_now(self, return_lse: bool) -> None:
+    def _options(self, return_lse: bool) -> "_C.Options":
+        """make_options for this plan, the previous plan's Options where every input is the
+        same value of the same type (an engine's plans differ only in their arrays): a
+        different value or type is judged anew, and an unhashable one is never kept."""
+        stream = 0 if self._host_workspace else fw.current_stream(self._workspace)
+        try:
+            key = (return_lse, stream, tuple((k, type(v), v) for k, v in self._semantics.items()))
+            hash(key)
+            if key == self._options_key:
+                return self._options_kept
+        except (TypeError, ValueError):  # unhashable, or no plain truth value: judged every time
+            key = None
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
-                            backend=self._backend, stream=fw.current_stream(self._workspace),
+                            backend=self._backend, stream=stream,
                             cuda_graph=self._use_cuda_graph, **self._semantics)
+        if key is not None:
+            self._options_key, self._options_kept = key, opts
+        return opts
+
+    def _plan_now(self, return_lse: bool) -> None:
+        opts = self._options(return_lse)
         plan_workspace = self._plan_workspace()
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
-        with fw.device_guard(self._workspace):
+        with _HOST if self._host_workspace else fw.device_guard(self._workspace):
             try:
                 self._plan_info = self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
                                   None if plan_workspace is None else fw.native(plan_workspace),

@@ -213,10 +213,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             self._native = _C.BatchPrefillPaged() if q_len > 1 else _C.BatchDecodePaged()
             self._native_chunks = q_len > 1
         if q_len == 1:
-            args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr)
+            args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr, self._longest())
         else:
             qo_indptr = (np.arange(batch + 1, dtype=np.int64) * q_len).astype(np.int32)
-            args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
+            args = (qo_indptr,) + pages + heads
+            sizes = plan_sizes(qo_indptr, head_dim, host_indptr, self._longest())
             semantics["causal"] = True
         with _decode_names(q_len > 1):
             try:
@@ -258,8 +259,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         self._check_index_buffers(dict(paged_kv_indptr_buffer=host_indptr, paged_kv_last_page_len_buffer=last,
                                        paged_kv_indices_buffer=_args.array(indices, "indices", 1)), batch)
         qo_indptr = None if q_len == 1 else np.arange(batch + 1, dtype=np.int64) * q_len
-        return self._workspace_sizes(plan_sizes(qo_indptr, head_dim, host_indptr), num_qo_heads,
-                                     self._page_index_buffer)
+        sizes = plan_sizes(qo_indptr, head_dim, host_indptr, self._longest())
+        return self._workspace_sizes(sizes, num_qo_heads, self._page_index_buffer)
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,

@@ -292,7 +292,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads,
-                      plan_sizes(qo, head_dim_qk, indptr),
+                      plan_sizes(qo, head_dim_qk, indptr, self._longest()),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
                       self._page_index_buffer)
@@ -335,7 +335,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
-        sizes = plan_sizes(qo, head_dim_qk, indptr)
+        sizes = plan_sizes(qo, head_dim_qk, indptr, self._longest())
         self._check_index_buffers(dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr, paged_kv_last_page_len_buf=last,
                                        paged_kv_indices_buf=_args.array(paged_kv_indices, "paged_kv_indices", 1)),
                                   sizes[0])
