@@ -21,20 +21,11 @@ __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
 
 
 def single_decode_with_kv_cache(
-    q: Any, k: Any, v: Any, *,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    pos_encoding_mode: str = "NONE",
-    use_tensor_cores: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    q_scale: Any = None,
-    k_scale: Any = None,
-    v_scale: Any = None,
+    q: Any, k: Any, v: Any, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+    use_tensor_cores: bool = False, q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
+    window_left: int = -1, logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, return_lse: bool = False, *, backend: str = "auto",
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
     or (out, lse [Hq]) when return_lse. fp8 scales: None or 1.0 only."""
@@ -285,11 +276,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         with _decode_names(self._native_chunks):
             return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
-    def forward(self, q: Any, paged_kv_cache: Any, *, pos_encoding_mode: str = "NONE",
+    def forward(self, q: Any, paged_kv_cache: Any, pos_encoding_mode: str = "NONE",
                 q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Any:
         """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
         as in FlashInfer; a plan with other settings is re-planned)."""
         with _decode_names(self._native_chunks):

@@ -3,8 +3,8 @@
 
 Every tensor may come from any DLPack framework (torch, NumPy, CuPy); nothing is copied.
 Work runs on the tensors' device and, for GPU tensors, on the caller's current stream.
-Arguments after the tensors are keyword-only: FlashInfer's positional order has changed
-between releases, keywords have not.
+Arguments take FlashInfer 0.7.2's positional order (scripts/flashinfer_args.py compares
+it); flashband's own (out, lse, a plan's return_lse and num_pages) are keyword-only.
 """
 
 from __future__ import annotations
@@ -29,29 +29,14 @@ __all__ = [
 
 
 def single_prefill_with_kv_cache(
-    q: Any, k: Any, v: Any, *,
-    causal: bool = False,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    out: Any = None,
+    q: Any, k: Any, v: Any, scale_q: Any = None, scale_k: Any = None, scale_v: Any = None,
+    o_dtype: Any = None, custom_mask: Any = None, packed_custom_mask: Any = None,
+    causal: bool = False, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+    use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None, window_left: int = -1,
+    logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, backend: str = "auto", return_lse: bool = False,
+    kv_cache_sf: Any = None, k_scale: Any = None, v_scale: Any = None, *, out: Any = None,
     lse: Any = None,
-    custom_mask: Any = None,
-    packed_custom_mask: Any = None,
-    pos_encoding_mode: str = "NONE",
-    use_fp16_qk_reduction: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    scale_q: Any = None,
-    scale_k: Any = None,
-    scale_v: Any = None,
-    o_dtype: Any = None,
-    kv_cache_sf: Any = None,
-    k_scale: Any = None,
-    v_scale: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
     [Hk, kv_len, D] (HND). Returns out [qo_len, Hq, D] (q's dtype), or (out, lse) with lse
@@ -100,9 +85,10 @@ def _check_qkv(q: Any, k: Any, v: Any) -> None:
                     _args.FLOAT_DTYPES)
 
 
-def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, **kwargs: Any) -> Tuple[Any, Any]:
-    """single_prefill_with_kv_cache(..., return_lse=True)."""
-    return single_prefill_with_kv_cache(q, k, v, return_lse=True, **kwargs)
+def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, *args: Any,
+                                            **kwargs: Any) -> Tuple[Any, Any]:
+    """single_prefill_with_kv_cache(..., return_lse=True), positional arguments included."""
+    return single_prefill_with_kv_cache(q, k, v, *args, return_lse=True, **kwargs)
 
 
 class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
@@ -137,19 +123,18 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                                  (("qo_indptr_buf", 1), ("kv_indptr_buf", 1)))
 
     def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             sm_scale: Optional[float] = None, q_data_type: Any = "float16",
-             kv_data_type: Any = None, return_lse: bool = False, custom_mask: Any = None,
-             packed_custom_mask: Any = None, pos_encoding_mode: str = "NONE",
-             use_fp16_qk_reduction: bool = False, rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None, non_blocking: bool = True,
-             o_data_type: Any = None, fixed_split_size: Optional[int] = None,
-             disable_split_kv: bool = False, prefix_len_ptr: Any = None,
+             head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
+             packed_custom_mask: Any = None, causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None, o_data_type: Any = None,
+             non_blocking: bool = True, prefix_len_ptr: Any = None,
              token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
-             max_item_len_ptr: Any = None, seq_lens: Any = None, seq_lens_q: Any = None,
+             max_item_len_ptr: Any = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, seq_lens: Any = None, seq_lens_q: Any = None,
              max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
-             v_indptr: Any = None, o_indptr: Any = None) -> None:
+             v_indptr: Any = None, o_indptr: Any = None, *, return_lse: bool = False) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
         host). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
@@ -200,11 +185,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                                                        stream=fw.current_stream(q)),
                          lse_base, lse_layout)
 
-    def forward(self, q: Any, k: Any, v: Any, *, causal: bool = False,
+    def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Any:
         """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
         as in FlashInfer; a plan with other settings is re-planned)."""
         self._forward_settings(dict(causal=causal, window_left=window_left,
@@ -247,21 +232,20 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
             "paged_kv_indices_buf")
 
     def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
-             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, page_size: int, *, head_dim_vo: Optional[int] = None,
-             causal: bool = False, window_left: int = -1,
-             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-             q_data_type: Any = "float16", kv_data_type: Any = None,
-             return_lse: bool = False, num_pages: Optional[int] = None,
-             custom_mask: Any = None, packed_custom_mask: Any = None,
-             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int, head_dim_qk: int,
+             page_size: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
+             packed_custom_mask: Any = None, causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, o_data_type: Any = None,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: Any = None, block_tables: Any = None, seq_lens_q: Any = None,
-             max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
-             prefix_len_ptr: Any = None, token_pos_in_items_ptr: Any = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None) -> None:
+             q_data_type: Any = "float16", kv_data_type: Any = None, o_data_type: Any = None,
+             non_blocking: bool = True, prefix_len_ptr: Any = None,
+             token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
+             max_item_len_ptr: Any = None, seq_lens: Any = None, seq_lens_q: Any = None,
+             block_tables: Any = None, max_token_per_sequence: Optional[int] = None,
+             max_sequence_kv: Optional[int] = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, *, return_lse: bool = False,
+             num_pages: Optional[int] = None) -> None:
         """num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
         o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
@@ -361,11 +345,11 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache),
                          lse_base, lse_layout)
 
-    def forward(self, q: Any, paged_kv_cache: Any, *, causal: bool = False,
+    def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 k_scale: Any = None, v_scale: Any = None, window_left: int = -1,
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Any:
         """As the ragged wrapper's forward()."""
         self._forward_settings(dict(causal=causal, window_left=window_left,

@@ -214,3 +214,58 @@ def test_resolved_backend_and_prewarm():
     v = wide_v[..., D:2 * D]
     assert v.strides != paged.k_pages.strides
     assert_out(auto.run(batch.q, (paged.k_pages, v)).astype(np.float64), ref, "float32")
+
+
+def test_flashinfer_07_positional_order():
+    """FlashInfer 0.7.2 takes the prefill plans', forward()s' and single functions' optional
+    arguments by position, in orders that differ between entry points (the paged plan has
+    sm_scale before window_left, the ragged one after logits_soft_cap): each computes what
+    the same arguments by keyword compute."""
+    batch, paged = _batch()
+    settings = dict(window_left=5, logits_soft_cap=3.0, sm_scale=0.2, causal=True)
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v, **settings)
+    ragged = flashband.BatchPrefillWithRaggedKVCacheWrapper(WS, backend="cpu")
+    # head_dim_vo, custom_mask, packed_custom_mask, causal, pos_encoding_mode,
+    # use_fp16_qk_reduction, window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta,
+    # q_data_type
+    ragged.plan(batch.qo_indptr, batch.kv_indptr, HQ, HK, D, None, None, None, True, "NONE", False,
+                5, 3.0, 0.2, None, None, "float32")
+    assert_out(ragged.run(batch.q, batch.k, batch.v).astype(np.float64), ref, "float32")
+    assert_out(ragged.forward(batch.q, batch.k, batch.v, True, "NONE", False, 5, 3.0, 0.2)
+               .astype(np.float64), ref, "float32")
+    p = flashband.BatchPrefillWithPagedKVCacheWrapper(WS, backend="cpu")
+    # head_dim_vo, custom_mask, packed_custom_mask, causal, pos_encoding_mode,
+    # use_fp16_qk_reduction, sm_scale, window_left, logits_soft_cap, rope_scale, rope_theta,
+    # q_data_type
+    p.plan(batch.qo_indptr, paged.indptr, paged.indices, paged.last_page_len, HQ, HK, D, PAGE, None,
+           None, None, True, "NONE", False, 0.2, 5, 3.0, None, None, "float32")
+    cache = (paged.k_pages, paged.v_pages)
+    assert_out(p.run(batch.q, cache).astype(np.float64), ref, "float32")
+    # causal, pos_encoding_mode, use_fp16_qk_reduction, k_scale, v_scale, window_left, ...
+    assert_out(p.forward(batch.q, cache, True, "NONE", False, None, None, 5, 3.0, 0.2).astype(np.float64),
+               ref, "float32")
+    cascade = flashband.MultiLevelCascadeAttentionWrapper(1, WS, backend="cpu")
+    cascade.plan([batch.qo_indptr], [paged.indptr], [paged.indices], [paged.last_page_len], HQ, HK, D,
+                 PAGE, True, "NONE", False, 0.2, 5, 3.0, None, None, "float32")
+    assert_out(cascade.run(batch.q, cache).astype(np.float64), ref, "float32")
+    q, k, v = batch.q[:3], batch.k[:20], batch.v[:20]
+    one, one_lse = attention_np(q, k, v, **settings)
+    # scale_q, scale_k, scale_v, o_dtype, custom_mask, packed_custom_mask, causal, kv_layout,
+    # pos_encoding_mode, use_fp16_qk_reduction, sm_scale, window_left, logits_soft_cap,
+    # rope_scale, rope_theta, backend, return_lse
+    given = (None, None, None, None, None, None, True, "NHD", "NONE", False, 0.2, 5, 3.0, None, None,
+             "cpu")
+    out, lse = flashband.single_prefill_with_kv_cache(q, k, v, *given, True)
+    assert_out(out.astype(np.float64), one, "float32")
+    assert np.abs(lse - one_lse).max() < 1e-4
+    out, lse = flashband.single_prefill_with_kv_cache_return_lse(q, k, v, *given)
+    assert_out(out.astype(np.float64), one, "float32")
+    with pytest.raises(TypeError):
+        flashband.single_prefill_with_kv_cache_return_lse(q, k, v, *given, True)  # return_lse twice
+    settings.pop("causal")
+    one, _ = attention_np(q[:1], k, v, **settings)
+    # kv_layout, pos_encoding_mode, use_tensor_cores, q_scale, k_scale, v_scale, window_left,
+    # logits_soft_cap, sm_scale
+    out = flashband.single_decode_with_kv_cache(q[0], k, v, "NHD", "NONE", False, None, None, None, 5,
+                                                3.0, 0.2, backend="cpu")
+    assert_out(out.astype(np.float64), one[0], "float32")
