@@ -4,6 +4,10 @@ plan() that builds a cuDNN graph (a new batch size, a new power-of-two bucket of
 request, a new num_pages) shows as a slow step; the others are host work and one copy.
 
   python bench/plan_cost.py [--steps 200] [--backends cudnn,sm80,auto] [--pool-pages 65536]
+                           [--repeats 200]
+
+--backends cpu measures the Python layer and the cpu backend's plan on a machine without a
+GPU (host tensors; the GPU wait check does not apply there).
 
 Prints, per backend and with / without num_pages given to plan(): the median, 99th
 percentile and largest plan() time, the steps over 5 ms, and cuDNN graphs built (if known).
@@ -45,8 +49,17 @@ def serving_steps(steps, pool_pages, seed):
         yield indptr, indices, last
 
 
+def _device(backend):
+    return "cpu" if backend == "cpu" else "cuda"
+
+
+def _sync(backend):
+    if backend != "cpu":
+        torch.cuda.synchronize()
+
+
 def measure(backend, steps, pool_pages, give_num_pages, seed):
-    ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device=_device(backend))
     w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, backend=backend)
     times = []
     for indptr, indices, last in serving_steps(steps, pool_pages, seed):
@@ -54,29 +67,32 @@ def measure(backend, steps, pool_pages, give_num_pages, seed):
         t0 = time.perf_counter()
         w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="bfloat16", **extra)
         times.append((time.perf_counter() - t0) * 1e3)
-    torch.cuda.synchronize()
+    _sync(backend)
     return times
 
 
 def fixed_batch(backend, batch, graph, repeats=200):
-    """(median plan() ms, plan() waited for the GPU) for `batch` requests of 2048 keys."""
+    """(median plan() ms, plan() waited for the GPU, None on the host) for `batch` requests
+    of 2048 keys."""
     pages = 2048 // PAGE
     indptr = np.arange(batch + 1, dtype=np.int32) * pages
     indices = np.random.default_rng(batch).permutation(batch * pages).astype(np.int32)
     last = np.full(batch, PAGE, np.int32)
-    ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device=_device(backend))
     w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=graph, backend=backend)
     plan = lambda: w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="bfloat16",
                           num_pages=batch * pages)
     for _ in range(10):
         plan()
-    torch.cuda.synchronize()
+    _sync(backend)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         plan()
         times.append((time.perf_counter() - t0) * 1e3)
-    torch.cuda.synchronize()
+    _sync(backend)
+    if backend == "cpu":
+        return statistics.median(times), None
     busy = torch.cuda.Event()
     torch.cuda._sleep(1 << 30)
     busy.record()
@@ -93,6 +109,7 @@ def main():
     p.add_argument("--pool-pages", type=int, default=65536)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batches", default="1,128,1024")
+    p.add_argument("--repeats", type=int, default=200)
     a = p.parse_args()
     rows = []
     for backend in a.backends.split(","):
@@ -110,12 +127,12 @@ def main():
             for batch in (int(b) for b in a.batches.split(",")):
                 mode = "use_cuda_graph" if graph else "eager"
                 try:
-                    ms, waited = fixed_batch(backend, batch, graph)
+                    ms, waited = fixed_batch(backend, batch, graph, a.repeats)
                 except flashband.FlashbandError as e:
                     rows.append(f"{backend:6} {mode:14} B={batch:<5} refused: {e}")
                     continue
                 rows.append(f"{backend:6} {mode:14} B={batch:<5} plan() median {ms * 1e3:8.1f} us"
-                            f"  waited for the GPU: {'yes' if waited else 'no'}")
+                            f"  waited for the GPU: {'n/a' if waited is None else 'yes' if waited else 'no'}")
     print("\n".join(rows))
 
 

@@ -23,47 +23,26 @@ ProblemDesc = _C.ProblemDesc
 SupportAnswer = _C.SupportAnswer
 
 def single_prefill_with_kv_cache(
-    q: Array, k: Array, v: Array, *,
-    causal: bool = False,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    window_right: int = -1,
-    out: Optional[Array] = None,
-    lse: Optional[Array] = None,
-    custom_mask: None = None,
-    packed_custom_mask: None = None,
-    pos_encoding_mode: str = "NONE",
-    use_fp16_qk_reduction: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    scale_q: Scale = None,
-    scale_k: Scale = None,
-    scale_v: Scale = None,
-    o_dtype: Optional[DTypeLike] = None,
+    q: Array, k: Array, v: Array, scale_q: Scale = None, scale_k: Scale = None,
+    scale_v: Scale = None, o_dtype: Optional[DTypeLike] = None, custom_mask: None = None,
+    packed_custom_mask: None = None, causal: bool = False, kv_layout: str = "NHD",
+    pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+    sm_scale: Optional[float] = None, window_left: int = -1,
+    logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, backend: str = "auto", return_lse: bool = False,
+    kv_cache_sf: None = None, k_scale: Scale = None, v_scale: Scale = None, *,
+    window_right: int = -1, out: Optional[Array] = None, lse: Optional[Array] = None,
 ) -> Union[Array, Tuple[Array, Array]]: ...
 
-def single_prefill_with_kv_cache_return_lse(q: Array, k: Array, v: Array,
+def single_prefill_with_kv_cache_return_lse(q: Array, k: Array, v: Array, *args: Any,
                                             **kwargs: Any) -> Tuple[Array, Array]: ...
 
 def single_decode_with_kv_cache(
-    q: Array, k: Array, v: Array, *,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    pos_encoding_mode: str = "NONE",
-    use_tensor_cores: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    q_scale: Scale = None,
-    k_scale: Scale = None,
-    v_scale: Scale = None,
+    q: Array, k: Array, v: Array, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+    use_tensor_cores: bool = False, q_scale: Scale = None, k_scale: Scale = None,
+    v_scale: Scale = None, window_left: int = -1, logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, return_lse: bool = False, *, backend: str = "auto",
 ) -> Union[Array, Tuple[Array, Array]]: ...
 
 class _BatchWrapper:
@@ -75,6 +54,9 @@ class _BatchWrapper:
     def run_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
     def forward_return_lse(self, *args: Any, **kwargs: Any) -> Tuple[Array, Array]: ...
     def end_forward(self) -> None: ...
+    @property
+    def resolved_backend(self) -> str: ...
+    def prewarm_paged_kv_stride_variant(self, variant: str = "independent") -> None: ...
     # FlashInfer's attributes that engines read: the plan's settings and the index buffers
     # given to the constructor (read-only).
     @property
@@ -104,7 +86,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
                  use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
                  kv_indptr_buf: Optional[Array] = None, custom_mask_buf: None = None,
                  mask_indptr_buf: None = None, backend: str = "auto",
-                 jit_args: None = None, jit_kwargs: None = None) -> None: ...
+                 jit_args: None = None, jit_kwargs: None = None,
+                 variant_owns_mask: bool = False) -> None: ...
     @property
     def kv_layout(self) -> str: ...
     @property
@@ -112,29 +95,31 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     def reset_workspace_buffer(self, float_workspace_buffer: Array,
                                int_workspace_buffer: Optional[Array] = None) -> None: ...
     def plan(self, qo_indptr: Array, kv_indptr: Array, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             sm_scale: Optional[float] = None, q_data_type: DTypeLike = "float16",
-             kv_data_type: Optional[DTypeLike] = None, return_lse: bool = False,
-             custom_mask: None = None, packed_custom_mask: None = None,
+             head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: None = None,
+             packed_custom_mask: None = None, causal: bool = False,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
-             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+             rope_theta: Optional[float] = None, q_data_type: DTypeLike = "float16",
+             kv_data_type: Optional[DTypeLike] = None, o_data_type: Optional[DTypeLike] = None,
+             non_blocking: bool = True, prefix_len_ptr: None = None,
+             token_pos_in_items_ptr: None = None, token_pos_in_items_len: int = 0,
+             max_item_len_ptr: None = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, seq_lens: None = None, seq_lens_q: None = None,
+             max_token_per_sequence: None = None, max_sequence_kv: None = None,
+             v_indptr: None = None, o_indptr: None = None, *, return_lse: bool = False,
              window_right: int = -1) -> None: ...
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
             sinks: None = None, q_scale: Scale = None, k_scale: Scale = None,
-            v_scale: Scale = None, o_scale: Scale = None) -> Union[Array, Tuple[Array, Array]]: ...
-    def forward(self, q: Array, k: Array, v: Array, *, causal: bool = False,
+            v_scale: Scale = None, o_scale: Scale = None, lse_base: str = "log2",
+            lse_layout: str = "NH", kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, k: Array, v: Array, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None,
-                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
@@ -144,7 +129,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
                  paged_kv_indices_buf: Optional[Array] = None,
                  paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
                  mask_indptr_buf: None = None, backend: str = "auto",
-                 jit_args: None = None, jit_kwargs: None = None) -> None: ...
+                 jit_args: None = None, jit_kwargs: None = None,
+                 variant_owns_mask: bool = False) -> None: ...
     @property
     def kv_layout(self) -> str: ...
     @property
@@ -152,33 +138,50 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     def reset_workspace_buffer(self, float_workspace_buffer: Array,
                                int_workspace_buffer: Optional[Array] = None) -> None: ...
     def plan(self, qo_indptr: Array, paged_kv_indptr: Array, paged_kv_indices: Array,
-             paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, page_size: int, *, head_dim_vo: Optional[int] = None,
-             causal: bool = False, window_left: int = -1,
-             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
-             return_lse: bool = False, num_pages: Optional[int] = None,
-             custom_mask: None = None, packed_custom_mask: None = None,
+             paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int, head_dim_qk: int,
+             page_size: int, head_dim_vo: Optional[int] = None, custom_mask: None = None,
+             packed_custom_mask: None = None, causal: bool = False,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
-             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, o_data_type: Optional[DTypeLike] = None,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: None = None, block_tables: None = None, seq_lens_q: None = None,
-             max_token_per_sequence: None = None, max_sequence_kv: None = None,
-             prefix_len_ptr: None = None, token_pos_in_items_ptr: None = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: None = None,
-             window_right: int = -1) -> None: ...
+             sm_scale: Optional[float] = None, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
+             rope_theta: Optional[float] = None, q_data_type: DTypeLike = "float16",
+             kv_data_type: Optional[DTypeLike] = None, o_data_type: Optional[DTypeLike] = None,
+             non_blocking: bool = True, prefix_len_ptr: None = None,
+             token_pos_in_items_ptr: None = None, token_pos_in_items_len: int = 0,
+             max_item_len_ptr: None = None, seq_lens: None = None, seq_lens_q: None = None,
+             block_tables: None = None, max_token_per_sequence: None = None,
+             max_sequence_kv: None = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, *, return_lse: bool = False,
+             num_pages: Optional[int] = None, window_right: int = -1) -> None: ...
+    def workspace_size(self, qo_indptr: Array, paged_kv_indptr: Array, paged_kv_indices: Array,
+                       paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int,
+                       head_dim_qk: int, page_size: int, head_dim_vo: Optional[int] = None,
+                       custom_mask: None = None, packed_custom_mask: None = None,
+                       causal: bool = False, pos_encoding_mode: str = "NONE",
+                       use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+                       window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                       rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                       q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+                       o_data_type: Optional[DTypeLike] = None, prefix_len_ptr: None = None,
+                       token_pos_in_items_ptr: None = None, token_pos_in_items_len: int = 0,
+                       max_item_len_ptr: None = None, seq_lens: None = None,
+                       seq_lens_q: None = None, block_tables: None = None,
+                       max_token_per_sequence: None = None, max_sequence_kv: None = None,
+                       fixed_split_size: Optional[int] = None,
+                       disable_split_kv: bool = False) -> Tuple[int, int]: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None, sinks: None = None,
             skip_softmax_threshold_scale_factor: None = None,
-            kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
-    def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, causal: bool = False,
+            kv_cache_sf: None = None, lse_base: str = "log2", lse_layout: str = "NH",
+            use_fp16_softmax: Optional[bool] = None,
+            uses_spcompress: Optional[bool] = None) -> Union[Array, Tuple[Array, Array]]: ...
+    def forward(self, q: Array, paged_kv_cache: PagedKVCache, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 k_scale: Scale = None, v_scale: Scale = None, window_left: int = -1,
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
@@ -198,6 +201,10 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     def reset_workspace_buffer(self, float_workspace_buffer: Array,
                                int_workspace_buffer: Optional[Array] = None) -> None: ...
     def plan(self, indptr: Array, indices: Array, last_page_len: Array, num_qo_heads: int,
+             num_kv_heads: int, head_dim: int, page_size: int, *deprecated_positional_args: Any,
+             **kwargs: Any) -> None: ...
+    # plan()'s keywords (FlashInfer 0.7's _plan_impl, flashband's return_lse and num_pages).
+    def _plan_impl(self, indptr: Array, indices: Array, last_page_len: Array, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, *, window_left: int = -1,
              logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
              q_data_type: Optional[DTypeLike] = None, kv_data_type: Optional[DTypeLike] = None,
@@ -207,19 +214,29 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
              non_blocking: bool = True, q_len_per_req: int = 1,
              o_data_type: Optional[DTypeLike] = None, window_right: int = 0,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: None = None, block_tables: None = None) -> None: ...
+             seq_lens: None = None, block_tables: None = None,
+             is_causal: Optional[bool] = None) -> None: ...
+    def workspace_size(self, indptr: Array, indices: Array, last_page_len: Array,
+                       num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
+                       pos_encoding_mode: str = "NONE", window_left: int = -1,
+                       logits_soft_cap: Optional[float] = None,
+                       q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+                       o_data_type: Optional[DTypeLike] = None, data_type: Optional[DTypeLike] = None,
+                       sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                       rope_theta: Optional[float] = None, block_tables: None = None,
+                       seq_lens: None = None, fixed_split_size: Optional[int] = None,
+                       disable_split_kv: bool = False, q_len_per_req: int = 1) -> Tuple[int, int]: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None, sinks: None = None,
             q_len_per_req: Optional[int] = None, skip_softmax_threshold_scale_factor: None = None,
             kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
-    def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, pos_encoding_mode: str = "NONE",
+    def forward(self, q: Array, paged_kv_cache: PagedKVCache, pos_encoding_mode: str = "NONE",
                 q_scale: Scale = None, k_scale: Scale = None, v_scale: Scale = None,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None,
-                return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
 def merge_state(v_a: Array, s_a: Array, v_b: Array, s_b: Array, *,
                 v_out: Optional[Array] = None,
@@ -254,14 +271,15 @@ class MultiLevelCascadeAttentionWrapper:
                                int_workspace_buffers: Optional[Sequence[Array]] = None) -> None: ...
     def plan(self, qo_indptr_arr: Sequence[Array], paged_kv_indptr_arr: Sequence[Array],
              paged_kv_indices_arr: Sequence[Array], paged_kv_last_page_len: Sequence[Array],
-             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int, *,
+             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
              causal: bool = False, pos_encoding_mode: str = "NONE",
              use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None,
+             q_data_type: DTypeLike = "float16", kv_data_type: Optional[DTypeLike] = None, *,
              num_pages: Optional[int] = None) -> None: ...
     begin_forward = plan
+    def prewarm_paged_kv_stride_variant(self, variant: str = "independent") -> None: ...
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None,
             return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...

@@ -8,11 +8,10 @@ translates the rest)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 import re
-from typing import Any, Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -80,12 +79,16 @@ def optional_array(x: Any, name: str, **kwargs: Any) -> Any:
 def integer(value: Any, name: str, lo: Optional[int] = INT32_MIN, hi: Optional[int] = INT32_MAX) -> int:
     """value as a Python int in [lo, hi] (None: unbounded; NumPy and torch integers
     included; not a bool, a float or a string). The default range is C int's."""
-    if isinstance(value, (bool, np.bool_)):
+    if type(value) is int:  # the usual call (plan() judges several per call): no conversion
+        v = value
+    elif isinstance(value, (bool, np.bool_)):
         raise InvalidArgumentError(f"{name}: expected an integer, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise InvalidArgumentError(f"{name}: expected an integer, got {type(value).__name__} {_shown(value)}") from None
+    else:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"{name}: expected an integer, got {type(value).__name__} {_shown(value)}") from None
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         shown = f"{lo}..{hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
         raise InvalidArgumentError(f"{name}: got {v}, allowed: {shown}")
@@ -185,16 +188,23 @@ def _byte_span(x: Any):
     return (fw.device_of(x), base + lo * item, base + (hi + 1) * item)
 
 
-@contextlib.contextmanager
-def renamed(names: Dict[str, str]) -> Iterator[None]:
+class renamed:
     """Re-raises the native module's errors with its parameter names (keys) replaced by the
-    caller's (values), wherever they appear as whole words."""
-    try:
-        yield
-    except FlashbandError as e:
+    caller's (values), wherever they appear as whole words. A class, not a generator
+    context manager: plan() enters one on every call, and this costs a third as much."""
+
+    def __init__(self, names: Dict[str, str]) -> None:
+        self.names = names
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, e: Any, traceback: Any) -> bool:
+        if not isinstance(e, FlashbandError):
+            return False
         message = str(e)
-        pattern = re.compile(r"(?<![\w\[])(" + "|".join(re.escape(k) for k in names) + r")(?![\w\]])")
-        new = pattern.sub(lambda m: names[m.group(1)], message)
+        pattern = re.compile(r"(?<![\w\[])(" + "|".join(re.escape(k) for k in self.names) + r")(?![\w\]])")
+        new = pattern.sub(lambda m: self.names[m.group(1)], message)
         if new == message:
-            raise
-        raise type(e)(new).with_traceback(e.__traceback__) from None
+            return False
+        raise type(e)(new).with_traceback(traceback) from None

@@ -4,13 +4,14 @@ and the RunInfo of the calling thread's last run is kept for inspection."""
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Optional
 
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from .errors import UnsupportedError
+from .errors import InvalidArgumentError, UnsupportedError
 
 _last = threading.local()
 
@@ -58,7 +59,15 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
             "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
             # FlashInfer's multi-item scoring (SGLang passes these neutral values).
             "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
-            "token_pos_in_items_len": 0, "max_item_len_ptr": None}
+            "token_pos_in_items_len": 0, "max_item_len_ptr": None,
+            # FlashInfer 0.7: trtllm-gen's fp16 softmax accumulator and sparse-compression
+            # cubins (below the contract's float32), a JIT variant's own mask, and cuDNN's
+            # separate V and O indptrs (flashband's V rows follow kv_indptr, O's qo_indptr).
+            "use_fp16_softmax": (None, False), "uses_spcompress": (None, False),
+            "variant_owns_mask": False, "v_indptr": None, "o_indptr": None}
+
+
+_ALLOWED = {name: v if isinstance(v, tuple) else (v,) for name, v in _NEUTRAL.items()}
 
 
 def refuse_unsupported(**given: Any) -> None:
@@ -66,8 +75,11 @@ def refuse_unsupported(**given: Any) -> None:
     neutral value, so that code written for FlashInfer fails loudly instead of computing
     something else."""
     for name, value in given.items():
-        allowed = _NEUTRAL[name] if isinstance(_NEUTRAL[name], tuple) else (_NEUTRAL[name],)
-        if not any(_is(value, a) for a in allowed):
+        allowed = _ALLOWED[name]
+        for neutral in allowed:  # plan() checks several per call: the usual None first, by identity
+            if value is neutral or _is(value, neutral):
+                break
+        else:
             shown = " or ".join(repr(a) for a in allowed)
             raise UnsupportedError(f"{name}: {value!r} is not supported by flashband (allowed: {shown})")
 
@@ -114,3 +126,50 @@ def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):
     if return_lse and lse is None:
         lse = fw.empty(q, (q.shape[0], heads), "float32")
     return out, (lse if return_lse else None)
+
+
+# The LSE forms FlashInfer 0.7's batch prefill run() can deliver (lse_base, lse_layout):
+# the kernels write base 2 as [tokens, heads] ("log2", "NH"); "ln" is the natural log
+# (torch.logsumexp's), "HN" the contiguous transpose [heads, tokens].
+LSE_BASES = ("log2", "ln")
+LSE_LAYOUTS = ("NH", "HN")
+
+
+def lse_form(lse_base: Any, lse_layout: Any) -> tuple:
+    """(lse_base, lse_layout) once both are among the forms flashband delivers."""
+    for value, name, allowed in ((lse_base, "lse_base", LSE_BASES), (lse_layout, "lse_layout", LSE_LAYOUTS)):
+        if not isinstance(value, str) or value not in allowed:
+            raise InvalidArgumentError(f"{name}: got {value!r}, allowed: {', '.join(map(repr, allowed))}")
+    return lse_base, lse_layout
+
+
+def transposed_lse(q: Any, out: Any, lse: Any, heads: int) -> Any:
+    """A caller's lse for lse_layout "HN": a writable float32 [heads, tokens] array on q's
+    device, apart from out; checked before the run, written after it."""
+    if lse is None:
+        return None
+    _args.array(lse, "lse", 2, "[num_qo_heads, tokens] (lse_layout 'HN')", ("float32",), writable=True)
+    want = (heads, int(q.shape[0]))
+    if tuple(int(n) for n in lse.shape) != want:
+        raise InvalidArgumentError(f"lse: shape {tuple(lse.shape)}, expected {want} [num_qo_heads, tokens] "
+                                   "for lse_layout 'HN'")
+    if fw.device_of(lse) != fw.device_of(q):
+        raise InvalidArgumentError(f"lse: on {fw.device_of(lse)}, q on {fw.device_of(q)}")
+    fw.check_assignable(lse, "lse")
+    _args.disjoint({"out": out, "lse": lse})
+    return lse
+
+
+def deliver_lse(lse: Any, lse_base: str, lse_layout: str, dest: Any) -> Any:
+    """The kernels' base-2 [tokens, heads] lse in the form asked: rescaled in place for
+    "NH", else written into dest (the caller's [heads, tokens] array, or a new one)."""
+    factor = math.log(2.0) if lse_base == "ln" else 1.0
+    if lse_layout == "NH":
+        if factor != 1.0:
+            fw.scaled_copy(lse, lse, factor)
+        return lse
+    source = fw.transposed(lse)
+    if dest is None:
+        dest = fw.empty(lse, tuple(int(n) for n in source.shape), "float32")
+    fw.scaled_copy(dest, source, factor)
+    return dest

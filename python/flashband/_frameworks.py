@@ -40,31 +40,22 @@ def _cupy():
     return sys.modules["cupy"]
 
 
-_NO_SYNC_EXPORT: "bool | None" = None  # does torch's __dlpack__ take stream=-1? (first call)
-
-
 def native(x: Any) -> Any:
     """What to hand the native module for x (which converts any DLPack object).
 
-    torch CUDA tensors go as a capsule exported with stream=-1 ("no synchronisation", array
-    API): flashband already runs on the caller's current stream, and torch's default export
-    (stream=None) would make the legacy default stream wait on that stream every call -- an
-    extra event per tensor, and an error inside a CUDA graph capture. Tensors that require
-    grad are detached first (DLPack refuses them; flashband has no backward)."""
-    global _NO_SYNC_EXPORT
-    if x is None or kind(x) != "torch" or x.device.type != "cuda":
+    torch tensors go as a capsule from torch.utils.dlpack.to_dlpack, which exports without
+    synchronising (what the array API's stream=-1 asks of __dlpack__): flashband already
+    runs on the caller's current stream, and torch's default export (stream=None) would make
+    the legacy default stream wait on that stream every call -- an extra event per tensor,
+    and an error inside a CUDA graph capture. It also costs a tenth of Tensor.__dlpack__,
+    whose Python-level checks took ~2 us a tensor (plan() hands over up to three, run()
+    five). Tensors that require grad are detached first (DLPack refuses them; flashband has
+    no backward)."""
+    if x is None or kind(x) != "torch":
         return x
     if x.requires_grad:
         x = x.detach()
-    if _NO_SYNC_EXPORT is False:
-        return x
-    try:
-        capsule = x.__dlpack__(stream=-1)
-    except TypeError:  # a torch without the stream argument: nanobind's export (synchronising)
-        _NO_SYNC_EXPORT = False
-        return x
-    _NO_SYNC_EXPORT = True
-    return capsule
+    return _torch().utils.dlpack.to_dlpack(x)
 
 
 def dtype_name(x: Any) -> str:
@@ -222,6 +213,27 @@ def assign(dst: Any, src: Any) -> None:
         raise UnsupportedError(f"cannot write into a {type(dst).__name__}; give a torch, CuPy or NumPy array")
 
 
+def scaled_copy(dst: Any, src: Any, factor: float) -> None:
+    """dst[...] = src * factor (factor 1.0: a plain copy) for two arrays of one framework,
+    on the current stream of dst's device; src may be a transposed view."""
+    k = kind(dst)
+    if k == "torch":
+        if factor == 1.0:
+            dst.copy_(src)
+        else:
+            _torch().mul(src, factor, out=dst)
+    elif k in ("cupy", "numpy"):
+        xp = _cupy() if k == "cupy" else np
+        xp.multiply(src, factor, out=dst)
+    else:
+        raise UnsupportedError(f"cannot write into a {type(dst).__name__}; give a torch, CuPy or NumPy array")
+
+
+def transposed(x: Any) -> Any:
+    """The 2-D array's transpose, a view (torch, CuPy, NumPy)."""
+    return x.t() if kind(x) == "torch" else x.T
+
+
 def host_int32(x: Any, what: str) -> np.ndarray:
     """A contiguous host int32 copy (or view) of an index array on any device.
 
@@ -230,13 +242,17 @@ def host_int32(x: Any, what: str) -> np.ndarray:
     re-plan from them), and callers rewrite theirs between steps. Integer arrays of another
     width are converted when every value fits; anything else is an error naming `what`.
     """
+    if type(x) is np.ndarray and x.dtype == np.int32 and x.ndim == 1:
+        return x.copy()  # the usual call (a scheduler's host arrays): one copy, nothing else
     k = kind(x)
     if x is None:
         raise InvalidArgumentError(f"{what}: expected a 1-D int32 array, got None")
+    fresh = False  # x is already a copy of its own (from the device): no second one
     if k == "torch":
-        x = x.detach().to("cpu").numpy()
+        fresh = x.device.type != "cpu"
+        x = (x.detach() if x.requires_grad else x).to("cpu").numpy()
     elif k == "cupy":
-        x = x.get()
+        x, fresh = x.get(), True
     try:
         a = np.asarray(x)
     except (TypeError, ValueError, OverflowError) as e:
@@ -249,5 +265,5 @@ def host_int32(x: Any, what: str) -> np.ndarray:
         converted = a.astype(np.int32)
         if not np.array_equal(converted, a):
             raise InvalidArgumentError(f"{what}: values do not fit in int32")
-        a = converted
-    return np.array(a, dtype=np.int32, copy=True)
+        a, fresh = converted, True
+    return np.ascontiguousarray(a) if fresh else np.array(a, dtype=np.int32, copy=True)

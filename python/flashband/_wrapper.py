@@ -12,6 +12,7 @@ than the plan, the wrapper re-plans once with the saved host arrays.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
@@ -19,26 +20,30 @@ import numpy as np
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import backend_name, make_options, outputs, record, refuse_unsupported
+from ._common import (backend_name, deliver_lse, lse_form, make_options, outputs, record,
+                      refuse_unsupported, transposed_lse)
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
 
 
 # FlashInfer's int workspace size: a plan's arrays up to it keep one buffer (and so the
 # pointers a CUDA graph captured) from the first plan on.
 _PLAN_BUFFER_MIN = 8 << 20
+_HOST = contextlib.nullcontext()  # a host workspace's device guard (reusable: it holds nothing)
 
 
 def plan_sizes(qo_indptr: Optional[np.ndarray], head_dim: int,
-               page_indptr: Optional[np.ndarray] = None) -> Tuple[int, ...]:
+               page_indptr: Optional[np.ndarray] = None, longest: bool = True) -> Tuple[int, ...]:
     """What batch_plan_bytes needs to know of one plan (qo_indptr None: decode, one query
-    per request). Arrays the native plan() will refuse give sizes of 0 here."""
+    per request). Arrays the native plan() will refuse give sizes of 0 here. longest=False:
+    the longest request's pages are left 0 (only cuDNN's page table on a GPU needs them)."""
     indptr = page_indptr if qo_indptr is None else qo_indptr
     batch = max(len(indptr) - 1, 0) if indptr is not None else 0
     qo_tokens = batch if qo_indptr is None else max(int(qo_indptr[-1]), 0) if batch else 0
     pages = request_pages = 0
     if page_indptr is not None and batch and len(page_indptr) > batch:
         pages = max(int(page_indptr[batch]), 0)
-        request_pages = max(int(np.diff(page_indptr[:batch + 1]).max()), 0)
+        if longest:  # (np.diff's own overhead was most of this at serving batch sizes)
+            request_pages = max(int((page_indptr[1:batch + 1] - page_indptr[:batch]).max()), 0)
     return (batch, qo_tokens, head_dim, pages, request_pages)
 
 
@@ -80,11 +85,15 @@ class BatchWrapperBase:
         # calls. The native plan keeps that promise or raises (Options.cuda_graph).
         self._use_cuda_graph = bool(use_cuda_graph)
         self._workspace = float_workspace_buffer
+        self._host_workspace = fw.device_of(float_workspace_buffer)[0] == "cpu"
         self._int_workspace: Any = None   # given to reset_workspace_buffer: used as it is
         self._plan_buffer: Any = None     # else this wrapper's own, grown as plans need
         self._retired: list = []          # outgrown ones a captured graph may still read
         self._native = self._native_class()
         self._plan_args: Optional[tuple] = None
+        self._plan_info: Any = None  # the RunInfo of the last successful native plan
+        self._options_key: Any = None    # _options(): the inputs of the Options kept
+        self._options_kept: Any = None
         self._plan_sizes: Tuple[int, ...] = ()
         self._semantics: dict = {}
         self._planned_lse = False
@@ -255,10 +264,12 @@ class BatchWrapperBase:
         _args.array(float_workspace_buffer, "float_workspace_buffer", writable=True)
         _args.optional_array(int_workspace_buffer, "int_workspace_buffer", writable=True)
         self._workspace = float_workspace_buffer
+        self._host_workspace = fw.device_of(float_workspace_buffer)[0] == "cpu"
         self._int_workspace = int_workspace_buffer
         self._plan_buffer, self._retired = None, []
         self._native = self._native_class()
         self._plan_args = None
+        self._plan_info = None
 
     def _plan_dtype(self, q_data_type: Any, kv_data_type: Any, head_dim_qk: int,
                     head_dim_vo: Optional[int], o_data_type: Any = None) -> str:
@@ -325,23 +336,59 @@ class BatchWrapperBase:
         the arrays go into it, as in the C++ API without plan_data, and it cannot be shared."""
         if self._int_workspace is not None:
             return self._int_workspace
-        kind, _ = fw.device_of(self._workspace)
-        if kind == "cpu" or fw.kind(self._workspace) not in ("torch", "cupy"):
+        if self._host_workspace or fw.kind(self._workspace) not in ("torch", "cupy"):
             return None  # the cpu backend keeps a plan's arrays on the host
-        batch, qo_tokens, head_dim, page_indices, request_pages = self._plan_sizes
+        need = self._plan_bytes(self._plan_sizes, self._num_qo_heads, self._device_indices)
+        have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])
+        if need <= have:
+            return self._plan_buffer
+        return fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),), "uint8")
+
+    def _longest(self) -> bool:
+        """Whether a plan's sizes need its longest request (plan_sizes): cuDNN's page table
+        in a GPU workspace, where the backend may be cudnn."""
+        return not self._host_workspace and self._backend not in ("sm80", "sm90")
+
+    def _plan_bytes(self, sizes: Tuple[int, ...], num_qo_heads: int, device_indices: Any) -> int:
+        """Bytes of the int workspace a plan of these sizes takes on this wrapper."""
+        kind, _ = fw.device_of(self._workspace)
+        batch, qo_tokens, head_dim, page_indices, request_pages = sizes
         batch = max(batch, self._graph_batch or 0)
-        if self._device_indices is not None:
+        if device_indices is not None:
             page_indices = 0  # sm80's runs read the caller's array: no copy in the workspace
         else:
             page_indices = max(page_indices, self._page_index_room)  # the buffer's capacity
         if self._backend in ("sm80", "sm90"):
             request_pages = 0  # cuDNN's page table (its term grows with the longest request)
-        need = int(_C.batch_plan_bytes(batch, qo_tokens, self._num_qo_heads, head_dim, kind,
+        return int(_C.batch_plan_bytes(batch, qo_tokens, num_qo_heads, head_dim, kind,
                                        page_indices, request_pages))
-        have = 0 if self._plan_buffer is None else int(self._plan_buffer.shape[0])
-        if need <= have:
-            return self._plan_buffer
-        return fw.empty(self._workspace, (max(need, 2 * have, _PLAN_BUFFER_MIN),), "uint8")
+
+    def _workspace_sizes(self, sizes: Tuple[int, ...], num_qo_heads: int,
+                         device_indices: Any) -> Tuple[int, int]:
+        """FlashInfer 0.7's workspace_size(): (float_workspace_buffer bytes, int workspace
+        bytes) that a plan of these sizes needs on this wrapper (0, 0 on the host)."""
+        kind, _ = fw.device_of(self._workspace)
+        batch, qo_tokens, head_dim = sizes[:3]
+        float_bytes = int(_C.batch_workspace_bytes(batch, qo_tokens, num_qo_heads, head_dim, kind, 0))
+        return float_bytes, self._plan_bytes(sizes, num_qo_heads, device_indices)
+
+    @property
+    def resolved_backend(self) -> Optional[str]:
+        """FlashInfer 0.7's: the backend the last successful plan() resolved to (auto's
+        choice), by flashband's name (sm80 is FlashInfer's fa2 kind, sm90 its fa3); before
+        one, the backend asked for ("auto" included)."""
+        info = getattr(self, "_plan_info", None)
+        return self._backend if info is None or self._plan_args is None else info.backend
+
+    def prewarm_paged_kv_stride_variant(self, variant: str = "independent") -> None:
+        """FlashInfer 0.7's (it loads a kernel for K and V of different strides before a
+        graph capture): flashband's kernels take K's and V's strides apart at every run, so
+        there is nothing to load; as in FlashInfer, a plan() must come first and
+        "independent" is the only variant."""
+        if variant != "independent":
+            raise InvalidArgumentError(f"variant: got {variant!r}, allowed: 'independent'")
+        if self._plan_args is None:
+            raise InvalidArgumentError("prewarm_paged_kv_stride_variant: plan() has not been called")
 
     def _keep(self, plan_workspace: Any) -> None:
         """The native plan now reads plan_workspace: a new buffer of the wrapper's own replaces
@@ -357,15 +404,32 @@ class BatchWrapperBase:
             self._retired.append(self._plan_buffer)
         self._plan_buffer = plan_workspace
 
-    def _plan_now(self, return_lse: bool) -> None:
+    def _options(self, return_lse: bool) -> "_C.Options":
+        """make_options for this plan, the previous plan's Options where every input is the
+        same value of the same type (an engine's plans differ only in their arrays): a
+        different value or type is judged anew, and an unhashable one is never kept."""
+        stream = 0 if self._host_workspace else fw.current_stream(self._workspace)
+        try:
+            key = (return_lse, stream, tuple((k, type(v), v) for k, v in self._semantics.items()))
+            hash(key)
+            if key == self._options_key:
+                return self._options_kept
+        except (TypeError, ValueError):  # unhashable, or no plain truth value: judged every time
+            key = None
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
-                            backend=self._backend, stream=fw.current_stream(self._workspace),
+                            backend=self._backend, stream=stream,
                             cuda_graph=self._use_cuda_graph, **self._semantics)
+        if key is not None:
+            self._options_key, self._options_kept = key, opts
+        return opts
+
+    def _plan_now(self, return_lse: bool) -> None:
+        opts = self._options(return_lse)
         plan_workspace = self._plan_workspace()
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
-        with fw.device_guard(self._workspace):
+        with _HOST if self._host_workspace else fw.device_guard(self._workspace):
             try:
-                self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
+                self._plan_info = self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
                                   None if plan_workspace is None else fw.native(plan_workspace),
                                   **device)
             except FlashbandError as e:
@@ -377,18 +441,28 @@ class BatchWrapperBase:
         self._planned_lse = return_lse
 
     def _run(self, q: Any, out: Any, lse: Any, return_lse: bool,
-             call: Callable[[Any, Any], Any]) -> Any:
+             call: Callable[[Any, Any], Any], lse_base: str = "log2",
+             lse_layout: str = "NH") -> Any:
+        """lse_base, lse_layout (FlashInfer 0.7's): the form of every LSE the run writes, a
+        given lse included (FlashInfer 0.7 converts only the one it returns); a given lse
+        for "HN" is [heads, tokens] and is written once the run has succeeded."""
         if self._plan_args is None:
             raise InvalidArgumentError("run: plan() has not been called")
+        lse_base, lse_layout = lse_form(lse_base, lse_layout)
         _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
         # A given lse is written, as FlashInfer's kernels write it, but the result is a tuple
         # only with return_lse, as FlashInfer's is.
         write_lse = bool(return_lse or lse is not None)
+        dest = None
+        if lse_layout == "HN":  # the kernels write [tokens, heads]: into an array of their own
+            dest, lse = transposed_lse(q, out, lse, self._num_qo_heads), None
         if write_lse != self._planned_lse:
             self._plan_now(write_lse)
         out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads)
         with fw.device_guard(q):
             info = call(out, lse)
+            if write_lse:
+                lse = deliver_lse(lse, lse_base, lse_layout, dest)
         record(info)
         self.last_run_info = info
         return (out, lse) if return_lse else out

@@ -151,12 +151,12 @@ class MultiLevelCascadeAttentionWrapper:
 
     def plan(self, qo_indptr_arr: Sequence[Any], paged_kv_indptr_arr: Sequence[Any],
              paged_kv_indices_arr: Sequence[Any], paged_kv_last_page_len: Sequence[Any],
-             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int, *,
+             num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
              causal: bool = False, pos_encoding_mode: str = "NONE",
              use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type: Any = "float16", kv_data_type: Any = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None, *,
              num_pages: Optional[int] = None) -> None:
         """One paged prefill plan per level (lists of one array per level, FlashInfer's
         order). num_pages (flashband's): as the paged wrapper's. A plan() that fails leaves
@@ -205,6 +205,14 @@ class MultiLevelCascadeAttentionWrapper:
         self._planned = True
 
     begin_forward = plan
+
+    def prewarm_paged_kv_stride_variant(self, variant: str = "independent") -> None:
+        """FlashInfer 0.7's: as the paged prefill wrapper's, for every level (nothing to
+        load; a plan() first, "independent" only)."""
+        if not self._planned:
+            raise InvalidArgumentError("prewarm_paged_kv_stride_variant: plan() has not been called")
+        for wrapper in self._levels:
+            wrapper.prewarm_paged_kv_stride_variant(variant)
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:

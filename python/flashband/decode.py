@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple, Union
 
+import warnings
+
 import numpy as np
 
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import refuse_unsupported
+from ._common import make_options, refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
@@ -19,20 +21,11 @@ __all__ = ["single_decode_with_kv_cache", "BatchDecodeWithPagedKVCacheWrapper"]
 
 
 def single_decode_with_kv_cache(
-    q: Any, k: Any, v: Any, *,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    pos_encoding_mode: str = "NONE",
-    use_tensor_cores: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    q_scale: Any = None,
-    k_scale: Any = None,
-    v_scale: Any = None,
+    q: Any, k: Any, v: Any, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+    use_tensor_cores: bool = False, q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
+    window_left: int = -1, logits_soft_cap: Optional[float] = None,
+    sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, return_lse: bool = False, *, backend: str = "auto",
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
     or (out, lse [Hq]) when return_lse. fp8 scales: None or 1.0 only."""
@@ -57,6 +50,14 @@ def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tupl
         q_data_type = data_type if q_data_type is None else q_data_type
         kv_data_type = data_type if kv_data_type is None else kv_data_type
     return ("float16" if q_data_type is None else q_data_type), kv_data_type
+
+
+# FlashInfer 0.7's order of the decode plan's optional arguments given by position (a
+# deprecated form there, which 0.7 still takes with a DeprecationWarning).
+_LEGACY_POSITIONAL = ("pos_encoding_mode", "window_left", "logits_soft_cap", "q_data_type",
+                      "kv_data_type", "o_data_type", "data_type", "sm_scale", "rope_scale",
+                      "rope_theta", "non_blocking", "block_tables", "seq_lens", "fixed_split_size",
+                      "disable_split_kv", "q_len_per_req")
 
 
 # The library's paged plan names its arrays as the paged prefill does; the decode wrapper's
@@ -115,8 +116,29 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         self._native_chunks = False
 
     def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
-             num_kv_heads: int, head_dim: int, page_size: int, *,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             num_kv_heads: int, head_dim: int, page_size: int, *deprecated_positional_args: Any,
+             **kwargs: Any) -> None:
+        """FlashInfer 0.7's plan(): the arguments after page_size by keyword (see _plan_impl),
+        or, deprecated there and here (a DeprecationWarning), by position in 0.7's order
+        (_LEGACY_POSITIONAL: 0.7 put o_data_type before data_type)."""
+        if deprecated_positional_args:
+            if len(deprecated_positional_args) > len(_LEGACY_POSITIONAL):
+                raise InvalidArgumentError(
+                    f"plan: at most {len(_LEGACY_POSITIONAL)} optional arguments by position after "
+                    f"page_size ({', '.join(_LEGACY_POSITIONAL)}); got {len(deprecated_positional_args)}")
+            for name, value in zip(_LEGACY_POSITIONAL, deprecated_positional_args):
+                if name in kwargs:
+                    raise InvalidArgumentError(f"{name}: given both by position and by keyword")
+                kwargs[name] = value
+            warnings.warn("BatchDecodeWithPagedKVCacheWrapper.plan(): optional arguments by position "
+                          "are deprecated (as in FlashInfer 0.7); pass them by keyword",
+                          DeprecationWarning, stacklevel=2)
+        self._plan_impl(indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
+                        page_size, **kwargs)
+
+    def _plan_impl(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
+                   num_kv_heads: int, head_dim: int, page_size: int, *,
+                   window_left: int = -1, logits_soft_cap: Optional[float] = None,
              sm_scale: Optional[float] = None, q_data_type: Any = None,
              kv_data_type: Any = None, data_type: Any = None, return_lse: bool = False,
              num_pages: Optional[int] = None, pos_encoding_mode: str = "NONE",
@@ -124,7 +146,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              non_blocking: bool = True, q_len_per_req: int = 1, o_data_type: Any = None,
              window_right: int = 0, fixed_split_size: Optional[int] = None,
              disable_split_kv: bool = False, seq_lens: Any = None,
-             block_tables: Any = None) -> None:
+             block_tables: Any = None, is_causal: Optional[bool] = None) -> None:
         """q_data_type: float16 unless given here or through data_type, FlashInfer's older
         name for both q_data_type and kv_data_type (it fills those not given).
         q_len_per_req (FlashInfer's, for speculative decoding): each request's last
@@ -136,13 +158,19 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         seq_lens, block_tables: as for the paged prefill wrapper. window_right (FlashInfer's):
         with q_len_per_req > 1 it replaces the causal bound (keys up to p(i) + window_right;
         0, the default, is causal; -1 none), as FlashInfer's decode does; a single query per
-        request sits on its last key, which no window_right >= 0 clips."""
+        request sits on its last key, which no window_right >= 0 clips.
+        is_causal (FlashInfer 0.7's): None, or what q_len_per_req gives (causal exactly when
+        q_len_per_req > 1), as in FlashInfer."""
         refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
                            fixed_split_size=fixed_split_size,
                            seq_lens=seq_lens, block_tables=block_tables)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         q_len = _args.integer(q_len_per_req, "q_len_per_req", lo=1)
         window_right = _args.window_right(window_right)
+        if is_causal is not None and _args.flag(is_causal, "is_causal") != (q_len > 1):
+            raise UnsupportedError(
+                f"is_causal: got {is_causal!r} with q_len_per_req {q_len}; flashband's decode mask "
+                f"follows q_len_per_req (causal exactly when it is > 1, here {q_len > 1}), as FlashInfer's")
         num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
         page_size = _args.integer(page_size, "page_size")
         if self._use_cuda_graph and self._q_len_per_req not in (None, q_len):
@@ -181,10 +209,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             self._native = _C.BatchPrefillPaged() if q_len > 1 else _C.BatchDecodePaged()
             self._native_chunks = q_len > 1
         if q_len == 1:
-            args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr)
+            args, sizes = pages + heads, plan_sizes(None, head_dim, host_indptr, self._longest())
         else:
             qo_indptr = (np.arange(batch + 1, dtype=np.int64) * q_len).astype(np.int32)
-            args, sizes = (qo_indptr,) + pages + heads, plan_sizes(qo_indptr, head_dim, host_indptr)
+            args = (qo_indptr,) + pages + heads
+            sizes = plan_sizes(qo_indptr, head_dim, host_indptr, self._longest())
             # FlashInfer's decode: window_right replaces the causal bound (SPEC.md).
             if window_right == 0:
                 semantics["causal"] = True
@@ -199,6 +228,39 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                     self._native, self._native_chunks = previous, previous_chunks
                 raise
         self._q_len_per_req = q_len
+
+    def workspace_size(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
+                       num_kv_heads: int, head_dim: int, page_size: int,
+                       pos_encoding_mode: str = "NONE", window_left: int = -1,
+                       logits_soft_cap: Optional[float] = None, q_data_type: Any = "float16",
+                       kv_data_type: Any = None, o_data_type: Any = None, data_type: Any = None,
+                       sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                       rope_theta: Optional[float] = None, block_tables: Any = None,
+                       seq_lens: Any = None, fixed_split_size: Optional[int] = None,
+                       disable_split_kv: bool = False, q_len_per_req: int = 1) -> Tuple[int, int]:
+        """FlashInfer 0.7's: (float_workspace_buffer bytes, int workspace bytes) that plan()
+        with these arguments needs on this wrapper ((0, 0) on the host); plans nothing. As
+        in FlashInfer, a use_cuda_graph wrapper's batch size and index buffers bound it.
+        window_left, logits_soft_cap, sm_scale, disable_split_kv: checked as numbers and
+        flags; flashband's sizes are worst cases over their values (plan() judges those)."""
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale,
+                           rope_theta=rope_theta, block_tables=block_tables, seq_lens=seq_lens,
+                           fixed_split_size=fixed_split_size)
+        make_options(window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                     disable_split_kv=disable_split_kv)
+        q_len = _args.integer(q_len_per_req, "q_len_per_req", lo=1)
+        num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
+        _args.integer(page_size, "page_size")
+        q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
+        self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
+        host_indptr = fw.host_int32(indptr, "indptr")
+        last = fw.host_int32(last_page_len, "last_page_len")
+        batch = max(len(host_indptr) - 1, 0)
+        self._check_index_buffers(dict(paged_kv_indptr_buffer=host_indptr, paged_kv_last_page_len_buffer=last,
+                                       paged_kv_indices_buffer=_args.array(indices, "indices", 1)), batch)
+        qo_indptr = None if q_len == 1 else np.arange(batch + 1, dtype=np.int64) * q_len
+        sizes = plan_sizes(qo_indptr, head_dim, host_indptr, self._longest())
+        return self._workspace_sizes(sizes, num_qo_heads, self._page_index_buffer)
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
@@ -223,11 +285,11 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         with _decode_names(self._native_chunks):
             return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
 
-    def forward(self, q: Any, paged_kv_cache: Any, *, pos_encoding_mode: str = "NONE",
+    def forward(self, q: Any, paged_kv_cache: Any, pos_encoding_mode: str = "NONE",
                 q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Any:
         """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
         as in FlashInfer; a plan with other settings is re-planned)."""
         with _decode_names(self._native_chunks):

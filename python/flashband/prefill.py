@@ -3,8 +3,8 @@
 
 Every tensor may come from any DLPack framework (torch, NumPy, CuPy); nothing is copied.
 Work runs on the tensors' device and, for GPU tensors, on the caller's current stream.
-Arguments after the tensors are keyword-only: FlashInfer's positional order has changed
-between releases, keywords have not.
+Arguments take FlashInfer 0.7.2's positional order (scripts/flashinfer_args.py compares
+it); flashband's own (out, lse, a plan's return_lse and num_pages) are keyword-only.
 """
 
 from __future__ import annotations
@@ -29,27 +29,14 @@ __all__ = [
 
 
 def single_prefill_with_kv_cache(
-    q: Any, k: Any, v: Any, *,
-    causal: bool = False,
-    kv_layout: str = "NHD",
-    window_left: int = -1,
-    logits_soft_cap: Optional[float] = None,
-    sm_scale: Optional[float] = None,
-    return_lse: bool = False,
-    backend: str = "auto",
-    window_right: int = -1,
-    out: Any = None,
+    q: Any, k: Any, v: Any, scale_q: Any = None, scale_k: Any = None, scale_v: Any = None,
+    o_dtype: Any = None, custom_mask: Any = None, packed_custom_mask: Any = None,
+    causal: bool = False, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+    use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None, window_left: int = -1,
+    logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
+    rope_theta: Optional[float] = None, backend: str = "auto", return_lse: bool = False,
+    kv_cache_sf: Any = None, k_scale: Any = None, v_scale: Any = None, *, window_right: int = -1, out: Any = None,
     lse: Any = None,
-    custom_mask: Any = None,
-    packed_custom_mask: Any = None,
-    pos_encoding_mode: str = "NONE",
-    use_fp16_qk_reduction: bool = False,
-    rope_scale: Optional[float] = None,
-    rope_theta: Optional[float] = None,
-    scale_q: Any = None,
-    scale_k: Any = None,
-    scale_v: Any = None,
-    o_dtype: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
     [Hk, kv_len, D] (HND). Returns out [qo_len, Hq, D] (q's dtype), or (out, lse) with lse
@@ -62,12 +49,14 @@ def single_prefill_with_kv_cache(
     the result is (out, lse) only with return_lse, as FlashInfer's.
     use_fp16_qk_reduction=True and rope_scale/rope_theta (RoPE is not in the contract) raise
     UnsupportedError: flashband always accumulates QK in float32. FlashInfer's fp8 inputs:
-    scale_q/scale_k/scale_v None or 1.0 only, o_dtype None or q's dtype.
+    scale_q/scale_k/scale_v and (FlashInfer 0.7's) k_scale/v_scale None or 1.0 only, o_dtype
+    None or q's dtype, kv_cache_sf (fp4 scale factors) None only.
     """
     refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
-                       scale_k=scale_k, scale_v=scale_v)
+                       scale_k=scale_k, scale_v=scale_v, kv_cache_sf=kv_cache_sf, k_scale=k_scale,
+                       v_scale=v_scale)
     _check_qkv(q, k, v)
     if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
         raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
@@ -99,9 +88,10 @@ def _check_qkv(q: Any, k: Any, v: Any) -> None:
                     _args.FLOAT_DTYPES)
 
 
-def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, **kwargs: Any) -> Tuple[Any, Any]:
-    """single_prefill_with_kv_cache(..., return_lse=True)."""
-    return single_prefill_with_kv_cache(q, k, v, return_lse=True, **kwargs)
+def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, *args: Any,
+                                            **kwargs: Any) -> Tuple[Any, Any]:
+    """single_prefill_with_kv_cache(..., return_lse=True), positional arguments included."""
+    return single_prefill_with_kv_cache(q, k, v, *args, return_lse=True, **kwargs)
 
 
 class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
@@ -127,25 +117,28 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                  use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
                  kv_indptr_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
-                 jit_kwargs: Any = None) -> None:
+                 jit_kwargs: Any = None, variant_owns_mask: bool = False) -> None:
         refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args, jit_kwargs=jit_kwargs)
+                           jit_args=jit_args, jit_kwargs=jit_kwargs,
+                           variant_owns_mask=variant_owns_mask)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(dict(qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf),
                                  (("qo_indptr_buf", 1), ("kv_indptr_buf", 1)))
 
     def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, *, head_dim_vo: Optional[int] = None, causal: bool = False,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             sm_scale: Optional[float] = None, q_data_type: Any = "float16",
-             kv_data_type: Any = None, return_lse: bool = False, custom_mask: Any = None,
-             packed_custom_mask: Any = None, pos_encoding_mode: str = "NONE",
-             use_fp16_qk_reduction: bool = False, rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None, non_blocking: bool = True,
-             o_data_type: Any = None, fixed_split_size: Optional[int] = None,
-             disable_split_kv: bool = False, prefix_len_ptr: Any = None,
+             head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
+             packed_custom_mask: Any = None, causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None, o_data_type: Any = None,
+             non_blocking: bool = True, prefix_len_ptr: Any = None,
              token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
-             max_item_len_ptr: Any = None, window_right: int = -1) -> None:
+             max_item_len_ptr: Any = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, seq_lens: Any = None, seq_lens_q: Any = None,
+             max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
+             v_indptr: Any = None, o_indptr: Any = None, *, return_lse: bool = False,
+             window_right: int = -1) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
         host). window_right (flashband extension; FlashInfer's prefill has none): keys up to
         p(i) + window_right, -1 none; with causal=True only -1 and 0 (SPEC.md). return_lse (flashband extension): plan for runs that return LSE; a run that
@@ -153,14 +146,17 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
         no split-KV (one pass over each row's keys; cudnn refuses it). FlashInfer's
         multi-item scoring arguments (prefix_len_ptr, ...) are taken at their neutral values
-        only."""
+        only; FlashInfer 0.7's cuDNN inputs (seq_lens, seq_lens_q, max_token_per_sequence,
+        max_sequence_kv, v_indptr, o_indptr) as None only: the lengths come from the indptrs."""
         refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                            pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
                            fixed_split_size=fixed_split_size, prefix_len_ptr=prefix_len_ptr,
                            token_pos_in_items_ptr=token_pos_in_items_ptr,
                            token_pos_in_items_len=token_pos_in_items_len,
-                           max_item_len_ptr=max_item_len_ptr)
+                           max_item_len_ptr=max_item_len_ptr, seq_lens=seq_lens,
+                           seq_lens_q=seq_lens_q, max_token_per_sequence=max_token_per_sequence,
+                           max_sequence_kv=max_sequence_kv, v_indptr=v_indptr, o_indptr=o_indptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
         dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
@@ -177,25 +173,28 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
             return_lse: bool = False, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None, sinks: Any = None, q_scale: Any = None,
             k_scale: Any = None, v_scale: Any = None,
-            o_scale: Any = None) -> Union[Any, Tuple[Any, Any]]:
-        """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2). window_left: None
-        or the plan's; enable_pdl: a launch hint (no effect on results), not used; fp8
-        scales: None or 1.0 only."""
+            o_scale: Any = None, lse_base: str = "log2", lse_layout: str = "NH",
+            kv_cache_sf: Any = None) -> Union[Any, Tuple[Any, Any]]:
+        """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2). lse_base "ln"
+        (natural log) and lse_layout "HN" ([Hq, nnz_qo]) as in FlashInfer 0.7, for any lse
+        written. window_left: None or the plan's; enable_pdl: a launch hint (no effect on
+        results), not used; fp8 scales: None or 1.0 only; kv_cache_sf (fp4): None only."""
         del enable_pdl
         refuse_unsupported(sinks=sinks, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-                           o_scale=o_scale)
+                           o_scale=o_scale, kv_cache_sf=kv_cache_sf)
         self._check_run_window(window_left)
         _check_qkv(q, k, v)
         n = fw.native
         return self._run(q, out, lse, return_lse,
                          lambda o, l: self._native.run(n(q), n(k), n(v), n(o), n(l),
-                                                       stream=fw.current_stream(q)))
+                                                       stream=fw.current_stream(q)),
+                         lse_base, lse_layout)
 
-    def forward(self, q: Any, k: Any, v: Any, *, causal: bool = False,
+    def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 window_left: int = -1, logits_soft_cap: Optional[float] = None,
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+                rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Any:
         """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
         as in FlashInfer; a plan with other settings is re-planned)."""
         self._forward_settings(dict(causal=causal, window_left=window_left,
@@ -225,9 +224,10 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                  paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
-                 jit_kwargs: Any = None) -> None:
+                 jit_kwargs: Any = None, variant_owns_mask: bool = False) -> None:
         refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args, jit_kwargs=jit_kwargs)
+                           jit_args=jit_args, jit_kwargs=jit_kwargs,
+                           variant_owns_mask=variant_owns_mask)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(
             dict(qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
@@ -237,22 +237,20 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
             "paged_kv_indices_buf")
 
     def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
-             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, page_size: int, *, head_dim_vo: Optional[int] = None,
-             causal: bool = False, window_left: int = -1,
-             logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-             q_data_type: Any = "float16", kv_data_type: Any = None,
-             return_lse: bool = False, num_pages: Optional[int] = None,
-             custom_mask: Any = None, packed_custom_mask: Any = None,
-             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int, head_dim_qk: int,
+             page_size: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
+             packed_custom_mask: Any = None, causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             non_blocking: bool = True, o_data_type: Any = None,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             seq_lens: Any = None, block_tables: Any = None, seq_lens_q: Any = None,
-             max_token_per_sequence: Optional[int] = None, max_sequence_kv: Optional[int] = None,
-             prefix_len_ptr: Any = None, token_pos_in_items_ptr: Any = None,
-             token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None,
-             window_right: int = -1) -> None:
+             q_data_type: Any = "float16", kv_data_type: Any = None, o_data_type: Any = None,
+             non_blocking: bool = True, prefix_len_ptr: Any = None,
+             token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
+             max_item_len_ptr: Any = None, seq_lens: Any = None, seq_lens_q: Any = None,
+             block_tables: Any = None, max_token_per_sequence: Optional[int] = None,
+             max_sequence_kv: Optional[int] = None, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, *, return_lse: bool = False,
+             num_pages: Optional[int] = None, window_right: int = -1) -> None:
         """window_right: as for the ragged wrapper. num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
         o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
@@ -283,31 +281,80 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads,
-                      plan_sizes(qo, head_dim_qk, indptr),
+                      plan_sizes(qo, head_dim_qk, indptr, self._longest()),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
                       self._page_index_buffer)
+
+    def workspace_size(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
+                       paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
+                       head_dim_qk: int, page_size: int, head_dim_vo: Optional[int] = None,
+                       custom_mask: Any = None, packed_custom_mask: Any = None,
+                       causal: bool = False, pos_encoding_mode: str = "NONE",
+                       use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+                       window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                       rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                       q_data_type: Any = "float16", kv_data_type: Any = None,
+                       o_data_type: Any = None, prefix_len_ptr: Any = None,
+                       token_pos_in_items_ptr: Any = None, token_pos_in_items_len: int = 0,
+                       max_item_len_ptr: Any = None, seq_lens: Any = None,
+                       seq_lens_q: Any = None, block_tables: Any = None,
+                       max_token_per_sequence: Optional[int] = None,
+                       max_sequence_kv: Optional[int] = None,
+                       fixed_split_size: Optional[int] = None,
+                       disable_split_kv: bool = False) -> Tuple[int, int]:
+        """FlashInfer 0.7's: (float_workspace_buffer bytes, int workspace bytes) that plan()
+        with these arguments needs on this wrapper ((0, 0) on the host); plans nothing. As
+        the decode wrapper's, bounded by a use_cuda_graph wrapper's index buffers; causal,
+        window_left, logits_soft_cap, sm_scale, disable_split_kv: checked as flags and
+        numbers, the sizes being worst cases over their values (plan() judges those)."""
+        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+                           rope_scale=rope_scale, rope_theta=rope_theta, prefix_len_ptr=prefix_len_ptr,
+                           token_pos_in_items_ptr=token_pos_in_items_ptr,
+                           token_pos_in_items_len=token_pos_in_items_len,
+                           max_item_len_ptr=max_item_len_ptr, seq_lens=seq_lens, seq_lens_q=seq_lens_q,
+                           block_tables=block_tables, max_token_per_sequence=max_token_per_sequence,
+                           max_sequence_kv=max_sequence_kv, fixed_split_size=fixed_split_size)
+        make_options(causal=causal, window_left=window_left, logits_soft_cap=logits_soft_cap,
+                     sm_scale=sm_scale, disable_split_kv=disable_split_kv)
+        self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
+        _args.integer(page_size, "page_size")
+        qo = fw.host_int32(qo_indptr, "qo_indptr")
+        indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
+        last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
+        sizes = plan_sizes(qo, head_dim_qk, indptr, self._longest())
+        self._check_index_buffers(dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr, paged_kv_last_page_len_buf=last,
+                                       paged_kv_indices_buf=_args.array(paged_kv_indices, "paged_kv_indices", 1)),
+                                  sizes[0])
+        return self._workspace_sizes(sizes, num_qo_heads, self._page_index_buffer)
 
     def run(self, q: Any, paged_kv_cache: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, q_scale: Any = None, k_scale: Any = None,
             v_scale: Any = None, enable_pdl: Optional[bool] = None,
             window_left: Optional[int] = None, sinks: Any = None,
             skip_softmax_threshold_scale_factor: Optional[float] = None,
-            kv_cache_sf: Any = None) -> Union[Any, Tuple[Any, Any]]:
+            kv_cache_sf: Any = None, lse_base: str = "log2", lse_layout: str = "NH",
+            use_fp16_softmax: Optional[bool] = None,
+            uses_spcompress: Optional[bool] = None) -> Union[Any, Tuple[Any, Any]]:
         """As the ragged wrapper's run(). FlashInfer's approximations and fp4 inputs
-        (skip_softmax_threshold_scale_factor, kv_cache_sf) are taken as None only."""
+        (skip_softmax_threshold_scale_factor, kv_cache_sf) are taken as None only, its
+        trtllm-gen cubin choices (use_fp16_softmax, uses_spcompress) as None or False."""
         del enable_pdl  # a launch hint (no effect on results)
         refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
-                           kv_cache_sf=kv_cache_sf)
+                           kv_cache_sf=kv_cache_sf, use_fp16_softmax=use_fp16_softmax,
+                           uses_spcompress=uses_spcompress)
         self._check_run_window(window_left)
-        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache),
+                         lse_base, lse_layout)
 
-    def forward(self, q: Any, paged_kv_cache: Any, *, causal: bool = False,
+    def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
                 k_scale: Any = None, v_scale: Any = None, window_left: int = -1,
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
-                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Any:
         """As the ragged wrapper's forward()."""
         self._forward_settings(dict(causal=causal, window_left=window_left,

@@ -11,6 +11,7 @@ import flashband
 from _cases import Paged, Ragged
 from _checks import assert_out
 from _envs import DLPackOnly
+from _reference import attention_np
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -570,3 +571,24 @@ def test_graph_replays_read_the_callers_page_index_buffer():
     w.check()  # reported once
     bufs[1][3] = pa.indices[3]
     replay(a)
+
+
+@pytest.mark.parametrize("backend", ["sm80", "auto"])
+def test_workspace_size_is_enough_for_the_plan(backend):
+    """FlashInfer 0.7's workspace_size(): workspaces of exactly the sizes it gives serve the
+    plan it describes (GPU test: written on a host without one)."""
+    batch, paged = decode_problem(seed=4)
+    if not flashband.supports("paged_decode", backend=backend, dtype=DTYPE, head_dim=128,
+                              num_qo_heads=8, num_kv_heads=2, page_size=16):
+        pytest.skip(f"{backend} not built or not for this GPU")
+    w = flashband.BatchDecodeWithPagedKVCacheWrapper(torch.empty(1 << 20, dtype=torch.uint8, device="cuda"),
+                                                     backend=backend)
+    args = (paged.indptr, paged.indices, paged.last_page_len, 8, 2, 128, 16)
+    float_bytes, int_bytes = w.workspace_size(*args, q_data_type=DTYPE)
+    assert int_bytes > 0
+    w.reset_workspace_buffer(torch.empty(max(float_bytes, 16), dtype=torch.uint8, device="cuda"),
+                             torch.empty(int_bytes, dtype=torch.uint8, device="cuda"))
+    w.plan(*args, q_data_type=DTYPE)
+    out = w.run(to_gpu(batch.q), (to_gpu(paged.k_pages), to_gpu(paged.v_pages)))
+    ref, _ = batch.reference(attention_np, batch.q, batch.k, batch.v)
+    assert_out(out.float().cpu().numpy().astype(np.float64), ref, DTYPE)
