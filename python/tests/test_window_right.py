@@ -166,3 +166,17 @@ def test_bad_window_right_is_refused_by_name():
     assert flashband.supports("ragged_prefill", backend="cpu", device="cpu", dtype="float32",
                               window_right=7)
     assert flashband.select_backend("ragged_prefill", device="cpu", dtype="float32", window_right=7) == "cpu"
+
+
+def test_support_queries_refuse_what_every_plan_refuses():
+    """causal with window_right >= 1: plan() refuses it on every backend, so supports() and
+    select_backend() must not say yes to it (they did before: review of 2026-12-07)."""
+    answer = flashband.supports("single_prefill", backend="cpu", device="cpu", dtype="float32",
+                                causal=True, window_right=5)
+    assert not answer and "window_right: got 5 with causal=true" in answer.reason
+    auto = flashband.supports("single_prefill", device="cpu", dtype="float32", causal=True, window_right=5)
+    assert not auto and "window_right" in auto.reason
+    with pytest.raises(flashband.InvalidArgumentError, match=r"window_right: got 5 with causal=true"):
+        flashband.select_backend("single_prefill", device="cpu", dtype="float32", causal=True, window_right=5)
+    assert flashband.supports("single_prefill", backend="cpu", device="cpu", dtype="float32",
+                              causal=True, window_right=0)

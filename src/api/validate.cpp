@@ -1,5 +1,7 @@
 #include "api/validate.h"
 
+#include "core/mask.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -41,9 +43,7 @@ void options(const Options& o) {
     fail("window_left: got " + str(o.window_left) + ", allowed: -1 (no window) or >= 0");
   if (o.window_right < -1)
     fail("window_right: got " + str(o.window_right) + ", allowed: -1 (no right bound) or >= 0");
-  // causal is the right bound 0: a wider right bound beside it has no single meaning
-  // (FlashInfer's decode lets window_right replace causal, FA3 lets causal win), so refuse.
-  if (o.causal && o.window_right > 0)
+  if (core::right_bounds_conflict(o.causal, o.window_right))
     fail("window_right: got " + str(o.window_right) + " with causal=true, which already bounds the right side at "
          "window_right 0; allowed with causal=true: -1 or 0. For keys up to p(i) + " + str(o.window_right) +
          " pass causal=false");

@@ -26,6 +26,11 @@ FB_HD constexpr bool needs_mask(bool causal, int window_left, int window_right) 
   return causal || window_left >= 0 || window_right >= 0;
 }
 
+// causal is the right bound 0: a wider right bound beside it has no single meaning
+// (FlashInfer's decode lets window_right replace causal, FA3 lets causal win), so plan() and
+// supports() both refuse it.
+FB_HD constexpr bool right_bounds_conflict(bool causal, int window_right) { return causal && window_right > 0; }
+
 // A window that reaches key 0 from every row of every request changes nothing. `max_kv_len`
 // must be the longest kv_len over all requests that share the kernel launch.
 FB_HD constexpr int normalize_window(int window_left, int max_kv_len) {

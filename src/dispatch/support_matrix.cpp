@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "backends/cudnn/known_bad.h"
+#include "core/mask.h"
 #include "dispatch/capability_table.h"
 #include "dispatch/select.h"
 
@@ -100,9 +101,23 @@ std::string support_matrix_markdown() {
   return s.str();
 }
 
+namespace {
+
+// What plan() refuses for every backend, so that no backend says yes to it.
+std::string invalid_semantics(const ProblemDesc& p) {
+  if (core::right_bounds_conflict(p.causal, p.window_right))
+    return "window_right: got " + std::to_string(p.window_right) +
+           " with causal=true, which plan() refuses (allowed with causal=true: -1 or 0)";
+  return {};
+}
+
+}  // namespace
+
 SupportAnswer supports(const ProblemDesc& problem, Backend backend) {
   const auto m = dispatch::machine_info(problem.device, problem.device_id);
   SupportAnswer a;
+  a.reason = invalid_semantics(problem);
+  if (!a.reason.empty()) return a;
   if (backend == Backend::kAuto) {
     try {
       dispatch::select(problem, backend, m, dispatch::registry());
@@ -119,6 +134,8 @@ SupportAnswer supports(const ProblemDesc& problem, Backend backend) {
 }
 
 Backend select_backend(const ProblemDesc& problem) {
+  const std::string invalid = invalid_semantics(problem);
+  if (!invalid.empty()) throw Error(ErrorCode::kInvalidArgument, invalid);
   const auto m = dispatch::machine_info(problem.device, problem.device_id);
   return dispatch::select(problem, Backend::kAuto, m, dispatch::registry()).backend;
 }
