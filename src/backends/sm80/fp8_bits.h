@@ -38,8 +38,9 @@ struct FloatBits<DType::kBF16> {
 constexpr float pow2(int e) { return e == 0 ? 1.0f : e > 0 ? 2.0f * pow2(e - 1) : 0.5f * pow2(e + 1); }
 
 // Per 16-bit half of x: 0x7FFF (every bit but the sign) where (half & field) == field, else 0.
-// Adding the field's lowest bit carries into bit 15 exactly when every bit of the field is set
-// (fields below bit 15, so nothing crosses into the other half); bit 15 minus bit 0 is 0x7FFF.
+// field: contiguous bits ending at bit 14 (0x7F00, 0x7C00). Adding its lowest bit carries into
+// bit 15 exactly when every bit of it is set, and never into the other half; bit 15 minus
+// bit 0 is 0x7FFF.
 FB_HD constexpr uint32_t halves_with_all_bits(uint32_t x, uint32_t field) {
   const uint32_t field2 = field * 0x10001u;
   const uint32_t low_bit = (field & (~field + 1u)) * 0x10001u;
