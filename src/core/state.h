@@ -48,11 +48,13 @@ struct SoftmaxState {
   // exp2(s - m) with -inf logits giving exactly 0 even while m is still -inf.
   FB_HD float weight(float s) const { return s == neg_inf() ? 0.0f : fb_exp2(s - m); }
 
-  // Base-2 log-sum-exp of the logits seen, -inf when none was visible.
-  FB_HD float lse() const { return d > 0.0f ? m + fb_log2(d) : neg_inf(); }
+  // Base-2 log-sum-exp of the logits seen, -inf when none was visible. A NaN d (a NaN or
+  // +inf logit: NaN or Inf in K) gives NaN, never the empty state's -inf, which a split-KV
+  // merge would drop as weight 0 and so hide the corrupt key.
+  FB_HD float lse() const { return d == 0.0f ? neg_inf() : m + fb_log2(d); }
   // Multiplier that turns the accumulated sum of weighted values into the output; 0 when
-  // the row saw no key, so fully masked rows come out as exact zeros.
-  FB_HD float output_scale() const { return d > 0.0f ? 1.0f / d : 0.0f; }
+  // the row saw no key, so fully masked rows come out as exact zeros (NaN for a NaN d).
+  FB_HD float output_scale() const { return d == 0.0f ? 0.0f : 1.0f / d; }
 };
 
 // Weights for merging two normalised partial results with base-2 LSEs s_a, s_b:
