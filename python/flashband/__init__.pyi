@@ -32,6 +32,7 @@ def single_prefill_with_kv_cache(
     return_lse: bool = False,
     backend: str = "auto",
     window_right: int = -1,
+    sinks: Optional[Array] = None,
     out: Optional[Array] = None,
     lse: Optional[Array] = None,
     custom_mask: None = None,
@@ -127,7 +128,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
-            sinks: None = None, q_scale: Scale = None, k_scale: Scale = None,
+            sinks: Optional[Array] = None, q_scale: Scale = None, k_scale: Scale = None,
             v_scale: Scale = None, o_scale: Scale = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, k: Array, v: Array, *, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
@@ -171,7 +172,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: None = None,
+            window_left: Optional[int] = None, sinks: Optional[Array] = None,
             skip_softmax_threshold_scale_factor: None = None,
             kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, causal: bool = False,
@@ -211,7 +212,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: None = None,
+            window_left: Optional[int] = None, sinks: Optional[Array] = None,
             q_len_per_req: Optional[int] = None, skip_softmax_threshold_scale_factor: None = None,
             kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, paged_kv_cache: PagedKVCache, *, pos_encoding_mode: str = "NONE",
@@ -275,14 +276,15 @@ def supports(op: str = "single_prefill", *, backend: str = "auto",
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
-             window_right: int = -1) -> _C.SupportAnswer: ...
+             window_right: int = -1, sinks: bool = False) -> _C.SupportAnswer: ...
 def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
                    num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
                    logits_soft_cap: Optional[float] = None, return_lse: bool = False,
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
-                   disable_split_kv: bool = False, window_right: int = -1) -> str: ...
+                   disable_split_kv: bool = False, window_right: int = -1,
+                   sinks: bool = False) -> str: ...
 def built_backends() -> Tuple[str, ...]: ...
 def build_info() -> Dict[str, Any]: ...
 def support_matrix() -> str: ...

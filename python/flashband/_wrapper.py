@@ -88,6 +88,7 @@ class BatchWrapperBase:
         self._plan_sizes: Tuple[int, ...] = ()
         self._semantics: dict = {}
         self._planned_lse = False
+        self._planned_sinks = False  # the plan expects run()'s sinks (Options::sinks)
         self._num_qo_heads = 0
         self._cache_pages = 0  # pages of the paged cache the last run() was given
         self._given_buffers: dict = {}   # FlashInfer's CUDA-graph index buffers, by name
@@ -357,10 +358,12 @@ class BatchWrapperBase:
             self._retired.append(self._plan_buffer)
         self._plan_buffer = plan_workspace
 
-    def _plan_now(self, return_lse: bool) -> None:
+    def _plan_now(self, return_lse: bool, sinks: Optional[bool] = None) -> None:
+        """sinks: whether runs pass attention sinks (None: as the current plan)."""
+        sinks = self._planned_sinks if sinks is None else sinks
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
                             backend=self._backend, stream=fw.current_stream(self._workspace),
-                            cuda_graph=self._use_cuda_graph, **self._semantics)
+                            cuda_graph=self._use_cuda_graph, sinks=sinks, **self._semantics)
         plan_workspace = self._plan_workspace()
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
         with fw.device_guard(self._workspace):
@@ -371,24 +374,27 @@ class BatchWrapperBase:
             except FlashbandError as e:
                 if _installed_anyway(e):
                     self._keep(plan_workspace)
-                    self._planned_lse = return_lse
+                    self._planned_lse, self._planned_sinks = return_lse, sinks
                 raise
         self._keep(plan_workspace)
-        self._planned_lse = return_lse
+        self._planned_lse, self._planned_sinks = return_lse, sinks
 
     def _run(self, q: Any, out: Any, lse: Any, return_lse: bool,
-             call: Callable[[Any, Any], Any]) -> Any:
+             call: Callable[[Any, Any, Any], Any], sinks: Any = None) -> Any:
+        """call(out, lse, sinks) runs the native object. sinks (FlashInfer's run() argument,
+        float32 [num_qo_heads]): a plan made without them (or with them, for a run without)
+        is re-planned once, as for return_lse, so that the backend honours them."""
         if self._plan_args is None:
             raise InvalidArgumentError("run: plan() has not been called")
         _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
         # A given lse is written, as FlashInfer's kernels write it, but the result is a tuple
         # only with return_lse, as FlashInfer's is.
         write_lse = bool(return_lse or lse is not None)
-        if write_lse != self._planned_lse:
-            self._plan_now(write_lse)
+        if write_lse != self._planned_lse or (sinks is not None) != self._planned_sinks:
+            self._plan_now(write_lse, sinks is not None)
         out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads)
         with fw.device_guard(q):
-            info = call(out, lse)
+            info = call(out, lse, sinks)
         record(info)
         self.last_run_info = info
         return (out, lse) if return_lse else out

@@ -670,8 +670,8 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
     """Engines pass FlashInfer's fixed_split_size, o_data_type and run()'s window_left,
     enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value;
     disable_split_kv at either, honoured). Other values, and inputs flashband has no use
-    for (seq_lens, block_tables, sinks), are refused by name; window_right is taken
-    (test_window_right.py)."""
+    for (seq_lens, block_tables), are refused by name; window_right and sinks are taken
+    (test_window_right.py, test_sinks.py)."""
     rng = np.random.default_rng(12)
     batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     paged = Paged(rng, batch, 16)
@@ -686,8 +686,8 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
         assert_out(w.run(q, cache, **kw).astype(np.float64), ref, "float32")
     with pytest.raises(flashband.UnsupportedError, match="window_left: run.. got 3"):
         w.run(q, cache, window_left=3)
-    with pytest.raises(flashband.UnsupportedError, match="sinks"):
-        w.run(q, cache, sinks=np.zeros(4, np.float32))
+    with pytest.raises(flashband.InvalidArgumentError, match="sinks"):
+        w.run(q, cache, sinks=np.zeros(3, np.float32))  # one per query head: 4
     refused = [dict(o_data_type="float16"), dict(fixed_split_size=8),
                dict(seq_lens=np.array([20, 40], np.int32)),
                dict(block_tables=np.zeros((2, 3), np.int32))]
