@@ -182,6 +182,21 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
                 return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
 
+class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper):
+    def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
+                 paged_kv_indptr_buf: Optional[Array] = None, paged_kv_indices_buf: Optional[Array] = None,
+                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
+                 mask_indptr_buf: None = None, backend: str = "auto", pos_encoding_mode: str = "NONE",
+                 use_fp16_qk_reduction: bool = False, q_data_type: DTypeLike = "bfloat16",
+                 kv_data_type: DTypeLike = "bfloat16", head_dim_qk: int = 128, head_dim_vo: int = 128,
+                 window_left: int = -1) -> None: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffer: Optional[Array] = None) -> None: ...
+    def plan(self, *args: Any, **kwargs: Any) -> None: ...
+    def run(self, q: Array, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any: ...
+    def forward(self, *args: Any, **kwargs: Any) -> Any: ...
+
 class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",

@@ -156,3 +156,42 @@ def test_bad_sinks_are_refused_by_name():
         run(np.zeros(4, np.float32)[::2])
     assert flashband.supports("paged_decode", backend="cpu", device="cpu", dtype="float32", page_size=16, sinks=True)
     assert flashband.select_backend("paged_prefill", device="cpu", dtype="float32", page_size=16, sinks=True) == "cpu"
+
+
+def test_attention_sink_wrapper(env, dtype):
+    """FlashInfer's BatchAttentionWithAttentionSinkWrapper: run(q, cache, sink, sm_scale)."""
+    rng = np.random.default_rng(8500)
+    qo_lens, kv_lens = [30, 1, 12], [90, 40, 12]
+    hq, hk, d = 4, 2, 64
+    batch = Ragged(rng, qo_lens, kv_lens, hq, hk, d)
+    env.require(op="paged_prefill", dtype=dtype, head_dim=d, num_qo_heads=hq, num_kv_heads=hk, causal=True,
+                window_left=20, page_size=16, sinks=True)
+    pages = Paged(rng, batch, 16)
+    nbytes = flashband.batch_workspace_bytes(batch.batch, sum(qo_lens), hq, d, env.device)
+    w = flashband.BatchAttentionWithAttentionSinkWrapper(env.workspace(nbytes), backend=env.backend,
+                                                         q_data_type=dtype, kv_data_type=dtype,
+                                                         head_dim_qk=d, head_dim_vo=d, window_left=20)
+    plan = (env.index(batch.qo_indptr), env.index(pages.indptr), env.index(pages.indices),
+            env.index(pages.last_page_len), hq, hk, d, 16)
+    w.plan(*plan, causal=True, window_left=20, q_data_type=dtype, kv_data_type=dtype)
+    sinks = sinks_for(hq, 2)
+    q = env.array(batch.q, dtype)
+    cache = (env.array(pages.k_pages, dtype), env.array(pages.v_pages, dtype))
+    out = w.run(q, cache, env.array(sinks, "float32"), 1.0 / math.sqrt(d))
+    env.sync()
+    q64, k64, v64 = env.to64(q), env.to64(env.array(batch.k, dtype)), env.to64(env.array(batch.v, dtype))
+    ref_o, _ = batch.reference(env.reference, q64, k64, v64, causal=True, window_left=20, sinks=sinks)
+    plain_o, _ = batch.reference(env.reference, q64, k64, v64, causal=True, window_left=20)
+    assert_differs(ref_o, plain_o, what="sinks")
+    assert_out(env.to64(out), ref_o, dtype)
+    with pytest.raises(flashband.UnsupportedError, match="sm_scale"):
+        w.run(q, cache, env.array(sinks, "float32"), 0.5)
+    with pytest.raises(flashband.UnsupportedError, match="forward"):
+        w.forward(q, cache)
+    with pytest.raises(flashband.UnsupportedError, match="head_dim_qk"):
+        w.plan(*plan[:6], 128, 16, q_data_type=dtype, kv_data_type=dtype)
+    narrow = flashband.BatchAttentionWithAttentionSinkWrapper(env.workspace(nbytes), backend=env.backend,
+                                                              q_data_type=dtype, kv_data_type=dtype,
+                                                              head_dim_qk=d, head_dim_vo=d)
+    with pytest.raises(flashband.UnsupportedError, match="window_left"):
+        narrow.plan(*plan, window_left=20, q_data_type=dtype, kv_data_type=dtype)
