@@ -55,10 +55,11 @@ std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_he
                              Device device, int64_t max_page_indices = 0, int64_t max_request_pages = -1);
 
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
-// lse [qo_len, Hq] float32 when opts.return_lse, else nullptr.
+// lse [qo_len, Hq] float32 when opts.return_lse, else nullptr; sinks [Hq] float32 (attention
+// sinks, SPEC.md) iff opts.sinks, else nullptr.
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
                        const TensorView& out, const TensorView* lse, const Options& opts,
-                       const Workspace& workspace = {});
+                       const Workspace& workspace = {}, const TensorView* sinks = nullptr);
 
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
@@ -105,10 +106,12 @@ class BatchPrefillRagged {
   // second form on `stream` (a cudaStream_t; FlashInfer's run() takes the caller's current
   // stream), which must be ordered after the plan's copies (plan() enqueues them on
   // opts.stream). A graph that captures a run records it on the stream the run launches on.
+  // sinks: [Hq] float32 on the plan's device, given iff the plan's Options::sinks (SPEC.md).
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
               const TensorView& out, const TensorView* lse) const;
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, void* stream) const;
+              const TensorView& out, const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
@@ -150,7 +153,8 @@ class BatchPrefillPaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
+              const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.
@@ -173,7 +177,8 @@ class BatchDecodePaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
+              const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.

@@ -274,7 +274,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         plan's; enable_pdl: a launch hint, not used; skip_softmax_threshold_scale_factor and
         kv_cache_sf: None only."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, sinks=sinks,
+        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf)
         if q_len_per_req is not None and _args.integer(q_len_per_req, "q_len_per_req", lo=None, hi=None) != (self._q_len_per_req or 1):
@@ -283,7 +283,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 "plan() again to change it")
         self._check_run_window(window_left)
         with _decode_names(self._native_chunks):
-            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache))
+            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache), sinks)
 
     def forward(self, q: Any, paged_kv_cache: Any, pos_encoding_mode: str = "NONE",
                 q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,

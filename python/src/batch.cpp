@@ -111,7 +111,8 @@ PagedKVCache cache_of(const InArray& k, const InArray& v) {
   return PagedKVCache{view_of(k, "paged_kv_cache[0] (k)"), view_of(v, "paged_kv_cache[1] (v)")};
 }
 
-const TensorView* optional_view(const OutArray& a, const char* what, TensorView& storage) {
+template <class Array>
+const TensorView* optional_view(const Array& a, const char* what, TensorView& storage) {
   if (!a.is_valid()) return nullptr;
   storage = view_of(a, what);
   return &storage;
@@ -145,12 +146,14 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream) {
-            TensorView lse_view;
+             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             return self.run(view_of(q, "q"), view_of(k, "k"), view_of(v, "v"), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream));
+                            optional_view(lse, "lse", lse_view), as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
+          arg("sinks").none() = nb::none(), release);
 
   nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged")
       .def(nb::init<>())
@@ -182,22 +185,26 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream) {
-            TensorView lse_view;
+             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream));
+                            optional_view(lse, "lse", lse_view), as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release)
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
+          arg("sinks").none() = nb::none(), release)
       .def(
           "run_stacked",
           [](const BatchPrefillPaged& self, const InArray& q, const InArray& kv,
-             const OutArray& out, const OutArray& lse, uintptr_t stream) {
-            TensorView lse_view;
+             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             return self.run(view_of(q, "q"),
                             PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0,
+          arg("sinks").none() = nb::none(), release);
 
   nb::class_<BatchDecodePaged>(m, "BatchDecodePaged")
       .def(nb::init<>())
@@ -224,22 +231,26 @@ void bind_batch(nb::module_& m) {
       .def(
           "run",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream) {
-            TensorView lse_view;
+             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream));
+                            optional_view(lse, "lse", lse_view), as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, release)
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
+          arg("sinks").none() = nb::none(), release)
       .def(
           "run_stacked",
           [](const BatchDecodePaged& self, const InArray& q, const InArray& kv, const OutArray& out,
-             const OutArray& lse, uintptr_t stream) {
-            TensorView lse_view;
+             const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             return self.run(view_of(q, "q"),
                             PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, release);
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0,
+          arg("sinks").none() = nb::none(), release);
 }
 
 }  // namespace flashband::python

@@ -36,11 +36,12 @@ namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
-                  void* stream) {
+                  void* stream, const TensorView* sinks) {
   detail::before_run(plan);
   if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
   core::AttentionParams a = plan->params;
   bind::stream(a, *plan, stream);
+  bind::sinks(a, *plan, sinks);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
   RunInfo info = detail::launch(*plan, a);
@@ -87,8 +88,8 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, void* stream) const {
-  return run_paged(plan_, captured_, q, kv, out, lse, stream);
+                               const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run_paged(plan_, captured_, q, kv, out, lse, stream, sinks);
 }
 
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
@@ -113,11 +114,11 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, void* stream) const {
+                              const TensorView* lse, void* stream, const TensorView* sinks) const {
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse, stream);
+  return run_paged(plan_, captured_, q, kv, out, lse, stream, sinks);
 }
 
 void BatchPrefillPaged::check() const {

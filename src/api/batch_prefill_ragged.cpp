@@ -28,10 +28,11 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-                                const TensorView* lse, void* stream) const {
+                                const TensorView* lse, void* stream, const TensorView* sinks) const {
   detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
   bind::stream(a, *plan_, stream);
+  bind::sinks(a, *plan_, sinks);
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
   RunInfo info = detail::launch(*plan_, a);

@@ -15,6 +15,8 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
 void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const TensorView& k, const TensorView& v);
 // k, v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk, page_size, D] (HND).
 void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVCache& kv);
+// sinks [num_qo_heads] float32, contiguous, on the plan's device; given iff opts.sinks.
+void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks);
 // The stream run() launches on (a cudaStream_t; none for the cpu backend).
 void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream);
 

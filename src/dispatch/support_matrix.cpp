@@ -71,18 +71,18 @@ std::string refused_by(Allows allows) {
 
 std::string support_matrix_markdown() {
   std::ostringstream s;
-  s << "| op | backend | arch | status | dtypes | head dims | causal | window | window_right | soft cap | LSE | layouts | page sizes |\n";
-  s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  s << "| op | backend | arch | status | dtypes | head dims | causal | window | window_right | soft cap | sinks | LSE | layouts | page sizes |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : dispatch::capability_table()) {
     s << "| " << op_name(r.op) << " | " << backend_name(r.backend) << " | " << arch_range(r) << " | "
       << dispatch::status_name(r.status);
     if (r.status == dispatch::Status::kUnsupported) {
-      s << " | – | – | – | – | – | – | – | – | – |\n";
+      s << " | – | – | – | – | – | – | – | – | – | – |\n";
       continue;
     }
     const auto& l = r.limits;
     s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
-      << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
+      << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.sinks) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
   s << "\nA sliding window (window_left or window_right) with a request whose qo_len > kv_len is refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.window_qo_longer_than_kv; }) << ".\n";

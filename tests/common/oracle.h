@@ -18,6 +18,8 @@ struct OracleProblem {
   int window_right = -1;         // as given by the user: -1 no right bound, r >= 0
   double logits_soft_cap = 0.0;  // 0: off
   double sm_scale = 1.0;
+  // Attention sinks, natural-log domain: [num_qo_heads], or empty for none (SPEC.md).
+  std::vector<double> sinks;
 };
 
 // SPEC.md "visible(i, j)", written out from the text.
@@ -28,7 +30,7 @@ int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_lef
 
 struct OracleResult {
   std::vector<double> out;  // [qo_len, num_qo_heads, head_dim]
-  std::vector<double> lse;  // [qo_len, num_qo_heads], base 2; -inf for a row that sees nothing
+  std::vector<double> lse;  // [qo_len, num_qo_heads], base 2; a row that sees nothing: -inf, or its sink / ln 2
   std::vector<char> empty;  // [qo_len, num_qo_heads], 1 where the row sees no key
 };
 
