@@ -1,5 +1,6 @@
-// The rows of the capability table. Change a status to kValidated only together with the
-// device run that proved it (recorded in docs/findings.md, F34).
+// The rows of the capability table. Change a status to kValidated, or clear a row's
+// unvalidated feature bit, only together with the device run that proved it (recorded in
+// docs/findings.md, F34).
 #include "dispatch/capability_table.h"
 
 namespace flashband::dispatch {
@@ -12,6 +13,28 @@ const char* status_name(Status s) {
     case Status::kUnsupported: return "unsupported";
   }
   return "?";
+}
+
+unsigned features_of(const ProblemDesc& p) {
+  unsigned f = 0;
+  if (p.window_right >= 1) f |= kFeatureWindowRight;
+  if (p.sinks) f |= kFeatureSinks;
+  return f;
+}
+
+std::string feature_names(unsigned features) {
+  std::string s;
+  auto add = [&](unsigned bit, const char* name) {
+    if (features & bit) s += (s.empty() ? "" : ", ") + std::string(name);
+  };
+  add(kFeatureWindowRight, "window_right");
+  add(kFeatureSinks, "sinks");
+  return s;
+}
+
+Status status_for(const CapabilityRow& row, const ProblemDesc& p) {
+  if (row.status == Status::kValidated && (row.unvalidated & features_of(p)) != 0) return Status::kDeclared;
+  return row.status;
 }
 
 namespace {
@@ -97,6 +120,13 @@ std::vector<CapabilityRow> build_table() {
                     "cuDNN SDPA graphs; GPU grid passed on H200 with cuDNN 9.19 (docs/findings.md F34)"});
     rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(false),
                     "cuDNN SDPA graphs through cudnn-frontend"});
+  }
+  // Served since 2026-12-07 (session 57) and compiled, but the device was not lent long
+  // enough to run their GPU grids: clear a bit together with the run that validates it
+  // (tests/gpu/attention_grid_test.cpp Band, tests/gpu/sinks_test.cpp; docs/findings.md).
+  for (CapabilityRow& r : rows) {
+    if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
+    if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight;
   }
   return rows;
 }

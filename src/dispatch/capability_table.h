@@ -46,6 +46,14 @@ struct Limits {
   bool cudnn_versions = false;
 };
 
+// Features added to a row after its GPU grid passed. The row serves them (its limits say
+// so), but until the GPU grid has run them on that arch a problem that uses one is only
+// declared there: auto prefers a backend validated for it, and the README matrix lists it.
+enum Feature : unsigned {
+  kFeatureWindowRight = 1u << 0,  // window_right >= 1 (a two-sided band)
+  kFeatureSinks = 1u << 1,
+};
+
 struct CapabilityRow {
   Op op;
   Backend backend;
@@ -54,7 +62,16 @@ struct CapabilityRow {
   Status status;
   Limits limits;
   const char* note = "";
+  unsigned unvalidated = 0;  // Feature bits served here but not yet run by the GPU grid
 };
+
+// The Feature bits a problem uses.
+unsigned features_of(const ProblemDesc& problem);
+// "window_right, sinks".
+std::string feature_names(unsigned features);
+// The row's status for this problem: a validated row is only declared for a problem that
+// uses one of its unvalidated features.
+Status status_for(const CapabilityRow& row, const ProblemDesc& problem);
 
 const std::vector<CapabilityRow>& capability_table();
 

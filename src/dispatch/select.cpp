@@ -183,7 +183,7 @@ Selection select(const ProblemDesc& p, Backend requested, const MachineInfo& m, 
                  const std::vector<CapabilityRow>& table) {
   if (requested != Backend::kAuto) {
     Verdict v = check_backend(p, requested, m, registry, table);
-    if (v.ok) return {requested, v.kernel, v.row->status};
+    if (v.ok) return {requested, v.kernel, status_for(*v.row, p)};
     // Name the backends that could run exactly this call.
     std::vector<std::string> others;
     for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
@@ -208,7 +208,7 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
                                   std::string* passed_over) {
   if (requested != Backend::kAuto) {
     Verdict v = check_backend(p, requested, m, registry, table);
-    if (v.ok) return {{requested, v.kernel, v.row->status}};
+    if (v.ok) return {{requested, v.kernel, status_for(*v.row, p)}};
     return {select(p, requested, m, registry, table)};  // throws, naming the alternatives
   }
   // auto: validated backends first, in speed order, then declared ones.
@@ -217,7 +217,7 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
   for (Status wanted : {Status::kValidated, Status::kDeclared}) {
     for (Backend b : auto_preference(p)) {
       Verdict v = check_backend(p, b, m, registry, table);
-      if (v.ok && v.row->status == wanted) out.push_back({b, v.kernel, v.row->status});
+      if (v.ok && status_for(*v.row, p) == wanted) out.push_back({b, v.kernel, wanted});
       if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;
     }
   }

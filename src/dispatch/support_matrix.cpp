@@ -93,6 +93,16 @@ std::string support_matrix_markdown() {
   s << "\nPage indices read from a device array at every run (FlashInfer's CUDA-graph index "
        "buffers, `PagedIndex::device_indices`) are refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.device_page_indices; }) << ".\n";
+  s << "\nServed but not yet run by the GPU grid (declared, not validated, for problems that use "
+       "them; auto prefers a backend validated for them):";
+  std::string declared;
+  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    unsigned bits = 0;
+    for (const auto& r : dispatch::capability_table())
+      if (r.backend == b && r.status == dispatch::Status::kValidated) bits |= r.unvalidated;
+    if (bits) declared += std::string(declared.empty() ? " " : "; ") + backend_name(b) + ": " + dispatch::feature_names(bits);
+  }
+  s << (declared.empty() ? " none" : declared) << ".\n";
   s << "\ncuDNN versions refused at selection: older than "
     << cudnn_backend::kMinCudnnVersion;
   for (const auto& w : cudnn_backend::kKnownBadWindows)

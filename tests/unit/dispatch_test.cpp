@@ -221,6 +221,27 @@ TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   EXPECT_THROW(select(cuda_problem(), Backend::kSM90, m, reg, table), Error);
 }
 
+TEST(Dispatch, AFeatureNotYetRunOnTheGpuMakesAValidatedRowDeclared) {
+  std::vector<CapabilityRow> table = {row(Backend::kSM80, true), row(Backend::kSM90, true)};
+  table[1].unvalidated = kFeatureWindowRight;  // sm90 (first in auto's order) never ran the band
+  const Registry reg = full_registry({Backend::kSM80, Backend::kSM90});
+  ProblemDesc band = cuda_problem();
+  band.window_left = 31;
+  band.window_right = 7;
+  EXPECT_EQ(status_for(table[1], band), Status::kDeclared);
+  EXPECT_EQ(status_for(table[1], cuda_problem()), Status::kValidated);
+  EXPECT_EQ(select(band, Backend::kAuto, hopper(), reg, table).backend, Backend::kSM80)
+      << "a backend validated for window_right before one that only serves it";
+  EXPECT_EQ(select(cuda_problem(), Backend::kAuto, hopper(), reg, table).backend, Backend::kSM90);
+  const Selection asked = select(band, Backend::kSM90, hopper(), reg, table);
+  EXPECT_EQ(asked.backend, Backend::kSM90) << "an explicit request still runs it";
+  EXPECT_EQ(asked.status, Status::kDeclared);
+  ProblemDesc sinks = cuda_problem();
+  sinks.sinks = true;
+  EXPECT_EQ(features_of(sinks), unsigned(kFeatureSinks));
+  EXPECT_EQ(feature_names(kFeatureWindowRight | kFeatureSinks), "window_right, sinks");
+}
+
 // Paged rows and D = 128 paged kernels of sm80 and cuDNN (decode and prefill shapes), a
 // Hopper machine with cuDNN 9.19, and a paged decode problem of page size 16.
 struct PagedSm80Cudnn {
