@@ -57,21 +57,27 @@ TensorView from_dlpack(const DLTensor& t, const char* what) {
   return v;
 }
 
+DLDataType to_dlpack_dtype(DType dtype) {
+  DLDataType d{};
+  d.lanes = 1;
+  d.bits = static_cast<uint8_t>(dtype_size(dtype) * 8);
+  switch (dtype) {
+    case DType::kBF16: d.code = kDLBfloat; break;
+    case DType::kI32: d.code = kDLInt; break;
+    case DType::kE4M3: d.code = kCodeFloat8E4M3FN; break;
+    case DType::kE5M2: d.code = kCodeFloat8E5M2; break;
+    default: d.code = kDLFloat; break;
+  }
+  return d;
+}
+
 DLTensor to_dlpack(const TensorView& t) {
   DLTensor d{};
   d.data = t.data;
   d.device.device_type = t.device == Device::kCUDA ? kDLCUDA : kDLCPU;
   d.device.device_id = t.device_id;
   d.ndim = t.ndim;
-  d.dtype.lanes = 1;
-  d.dtype.bits = static_cast<uint8_t>(dtype_size(t.dtype) * 8);
-  switch (t.dtype) {
-    case DType::kBF16: d.dtype.code = kDLBfloat; break;
-    case DType::kI32: d.dtype.code = kDLInt; break;
-    case DType::kE4M3: d.dtype.code = kCodeFloat8E4M3FN; break;
-    case DType::kE5M2: d.dtype.code = kCodeFloat8E5M2; break;
-    default: d.dtype.code = kDLFloat; break;
-  }
+  d.dtype = to_dlpack_dtype(t.dtype);
   // DLTensor does not own shape/strides: they point into the view, which must outlive it.
   d.shape = const_cast<int64_t*>(t.shape);
   d.strides = const_cast<int64_t*>(t.strides);
