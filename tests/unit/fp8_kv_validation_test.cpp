@@ -256,6 +256,24 @@ TEST(Fp8Dispatch, KVDtypeColumnDrivesSelection) {
   EXPECT_THROW(select(p, Backend::kAuto, m, reg, table), Error);
 }
 
+TEST(Fp8Dispatch, AKernelOnlyReceivesItsKVDtype) {
+  dispatch::VariantKey key;
+  key.backend = Backend::kSM80;
+  key.head_dim = 128;  // bf16 q, bf16 K/V
+  const dispatch::KernelEntry e{key, [](const core::AttentionParams&) {}};
+  core::AttentionParams a;
+  a.head_dim = 128;
+  EXPECT_NO_THROW(dispatch::check_kernel_fits(e, a));
+  a.kv_dtype = DType::kE4M3;
+  try {
+    dispatch::check_kernel_fits(e, a);
+    ADD_FAILURE() << "a bf16-K/V kernel accepted an e4m3 cache";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(err.what()).find("for K/V of dtype float8_e4m3fn"), std::string::npos) << err.what();
+  }
+}
+
 TEST(Fp8Dispatch, TheRealTable) {
   // cpu serves both formats; the GPU rows refuse with their reason until their kernels land.
   for (const auto& r : dispatch::capability_table()) {
