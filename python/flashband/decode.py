@@ -160,7 +160,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         if device_indices is None:
             device_indices = self._page_index_buffer
             host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
-            cache_pages = _num_pages(num_pages, host_indices, self._cache_pages)
+            cache_pages = _num_pages(num_pages, host_indices, self._cache_pages, "indices")
         else:
             host_indices = None
             cache_pages = self._cache_pages if num_pages is None else _num_pages(num_pages, [])

@@ -344,13 +344,17 @@ def _used_indices(indices: Any, host_indptr: np.ndarray) -> Any:
     return indices[:used]
 
 
-def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> int:
+def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0,
+               indices_name: str = "paged_kv_indices") -> int:
     if num_pages is None:
         # Not given: the cache of the wrapper's last run() where the indices fit in it (a
         # serving pool keeps its size, and a cudnn graph is built for it, so plans keep their
         # graph), else the smallest cache they fit; run() checks them against the cache it
         # gets. (No huge sentinel: cudnn declares its page container by it.)
         fits = int(indices.max()) + 1 if len(indices) else 0
+        if fits > _args.INT32_MAX:  # a page count (C int) past the largest index
+            raise InvalidArgumentError(f"{indices_name}: entry {fits - 1}, allowed: < {_args.INT32_MAX} "
+                                       "(a cache of that many pages has more than 2^31 - 1)")
         return cache_pages if cache_pages >= fits else fits
     return _args.integer(num_pages, "num_pages", lo=0)
 
