@@ -112,7 +112,8 @@ std::vector<std::pair<const char*, EntryRun>> entry_runs() {
 }
 
 TEST(Fp8Validation, GoodInputRunsOnEveryEntryPoint) {
-  for (auto& [name, run] : entry_runs()) {
+  for (const auto& [name, entry_run] : entry_runs()) {
+    const EntryRun& run = entry_run;  // a plain reference: lambdas cannot capture bindings (C++17)
     Fp8Buffers b;
     const TensorView kt = TensorView::contiguous(&b.scale[0], DType::kF32, {1});
     EXPECT_NO_THROW(run(b, KVScales{0.37f, 3.1f, &kt, nullptr}, DType::kE4M3)) << name;
@@ -123,7 +124,8 @@ TEST(Fp8Validation, GoodInputRunsOnEveryEntryPoint) {
 TEST(Fp8Validation, ScaleValues) {
   const float bad[] = {0.0f, -0.5f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity()};
-  for (auto& [name, run] : entry_runs()) {
+  for (const auto& [name, entry_run] : entry_runs()) {
+    const EntryRun& run = entry_run;  // a plain reference: lambdas cannot capture bindings (C++17)
     SCOPED_TRACE(name);
     for (float x : bad) {
       Fp8Buffers b;
@@ -139,7 +141,8 @@ TEST(Fp8Validation, ScaleValues) {
 }
 
 TEST(Fp8Validation, ScaleTensors) {
-  for (auto& [name, run] : entry_runs()) {
+  for (const auto& [name, entry_run] : entry_runs()) {
+    const EntryRun& run = entry_run;  // a plain reference: lambdas cannot capture bindings (C++17)
     SCOPED_TRACE(name);
     Fp8Buffers b;
     const TensorView two = TensorView::contiguous(b.scale.data(), DType::kF32, {2});
@@ -158,7 +161,8 @@ TEST(Fp8Validation, ScaleTensors) {
 }
 
 TEST(Fp8Validation, RunKVDtypeMustBeThePlans) {
-  for (auto& [name, run] : entry_runs()) {
+  for (const auto& [name, entry_run] : entry_runs()) {
+    const EntryRun& run = entry_run;  // a plain reference: lambdas cannot capture bindings (C++17)
     if (std::string(name) == "single") continue;  // its K/V dtype is k's own
     SCOPED_TRACE(name);
     Fp8Buffers b;
