@@ -36,13 +36,14 @@ namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
-                  void* stream) {
+                  const KVScales& scales, void* stream) {
   detail::before_run(plan);
   if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
   core::AttentionParams a = plan->params;
   bind::stream(a, *plan, stream);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
+  bind::kv_scales(a, *plan, scales);
   RunInfo info = detail::launch(*plan, a);
   detail::after_run(captured, plan, a);
   return info;
@@ -88,7 +89,17 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                                const TensorView* lse, void* stream) const {
-  return run_paged(plan_, captured_, q, kv, out, lse, stream);
+  return run(q, kv, out, lse, KVScales{}, stream);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse, const KVScales& scales) const {
+  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse, const KVScales& scales, void* stream) const {
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream);
 }
 
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
@@ -114,10 +125,20 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                               const TensorView* lse, void* stream) const {
+  return run(q, kv, out, lse, KVScales{}, stream);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse, const KVScales& scales) const {
+  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse, const KVScales& scales, void* stream) const {
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse, stream);
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream);
 }
 
 void BatchPrefillPaged::check() const {

@@ -29,11 +29,22 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                                 const TensorView* lse, void* stream) const {
+  return run(q, k, v, out, lse, KVScales{}, stream);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse, const KVScales& scales) const {
+  return run(q, k, v, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse, const KVScales& scales, void* stream) const {
   detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
   bind::stream(a, *plan_, stream);
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
+  bind::kv_scales(a, *plan_, scales);
   RunInfo info = detail::launch(*plan_, a);
   detail::after_run(captured_, plan_, a);
   return info;
