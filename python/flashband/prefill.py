@@ -373,13 +373,14 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Any:
-        """As the ragged wrapper's forward()."""
+        """As the ragged wrapper's forward(); k_scale, v_scale as run()'s (they go to the run,
+        which dequantizes an fp8 cache with them and refuses others than 1.0 on a 16-bit one)."""
+        kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)  # judged before any re-plan
         self._forward_settings(dict(causal=causal, window_left=window_left,
                                     logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
                                pos_encoding_mode=pos_encoding_mode,
                                use_fp16_qk_reduction=use_fp16_qk_reduction,
-                               rope_scale=rope_scale, rope_theta=rope_theta,
-                               k_scale=k_scale, v_scale=v_scale)
+                               rope_scale=rope_scale, rope_theta=rope_theta)
         return self.run(q, paged_kv_cache, k_scale=k_scale, v_scale=v_scale, return_lse=return_lse)
 
 

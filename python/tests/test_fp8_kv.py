@@ -314,3 +314,24 @@ def test_a_plan_with_another_kv_dtype_gets_its_own_options():
             assert_out(out[b:b + 1], ref, "float16", what=f"{kv}: request {b}")
     assert kept[0] is not kept[1] and kept[1] is not kept[2], "a new kv_data_type reused Options"
     assert kept[2] is kept[3], "the same plan inputs made Options anew"
+
+
+def test_paged_forward_takes_the_fp8_scales():
+    """forward() (FlashInfer's deprecated run with settings) dequantizes with its k_scale and
+    v_scale, as run() does, rather than refusing them."""
+    rng = np.random.default_rng(6)
+    kv, ks, vs = "float8_e5m2", 0.37, 3.1
+    k_tok = [_cache(rng, kv, ks, n) for n in KV_LENS]
+    v_tok = [_cache(rng, kv, vs, n) for n in KV_LENS]
+    qo_indptr = np.array([0, 3, 4, 10], np.int32)
+    q = rng.standard_normal((10, HQ, D)).astype(np.float16)
+    indptr, indices, last = _pages(KV_LENS)
+    cache = (_paged(k_tok, indptr, indices, KV_LENS, np.nan), _paged(v_tok, indptr, indices, KV_LENS, np.nan))
+    w = flashband.BatchPrefillWithPagedKVCacheWrapper(np.zeros(8 << 20, np.uint8))
+    w.plan(qo_indptr, indptr, indices, last, HQ, HK, D, PAGE, causal=True, q_data_type="float16",
+           kv_data_type=kv)
+    out = w.forward(q, cache, causal=True, k_scale=ks, v_scale=vs)
+    for b in range(len(KV_LENS)):
+        rows = slice(qo_indptr[b], qo_indptr[b + 1])
+        ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=True)
+        assert_out(out[rows], ref, "float16", what=f"request {b}")
