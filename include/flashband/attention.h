@@ -68,10 +68,12 @@ struct KVScales {
 
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
 // lse [qo_len, Hq] float32 when opts.return_lse, else nullptr. k and v may be fp8 (their
-// dtype is the call's K/V dtype), with `scales`.
+// dtype is the call's K/V dtype), with `scales`; sinks [Hq] float32 (attention sinks, SPEC.md)
+// iff opts.sinks, else nullptr.
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
                        const TensorView& out, const TensorView* lse, const Options& opts,
-                       const Workspace& workspace = {}, const KVScales& scales = {});
+                       const Workspace& workspace = {}, const KVScales& scales = {},
+                       const TensorView* sinks = nullptr);
 
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
@@ -121,15 +123,18 @@ class BatchPrefillRagged {
   // second form on `stream` (a cudaStream_t; FlashInfer's run() takes the caller's current
   // stream), which must be ordered after the plan's copies (plan() enqueues them on
   // opts.stream). A graph that captures a run records it on the stream the run launches on.
+  // sinks: [Hq] float32 on the plan's device, given iff the plan's Options::sinks (SPEC.md).
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
               const TensorView& out, const TensorView* lse) const;
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, void* stream) const;
-  // With fp8 dequantization scales (KVScales), on the plan's stream or on `stream`.
+              const TensorView& out, const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;
+  // With fp8 dequantization scales (KVScales), on the plan's stream or on `stream`, with sinks.
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
               const TensorView& out, const TensorView* lse, const KVScales& scales) const;
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, const KVScales& scales, void* stream) const;
+              const TensorView& out, const TensorView* lse, const KVScales& scales, void* stream,
+              const TensorView* sinks = nullptr) const;
 
  private:
   std::shared_ptr<const detail::Plan> plan_;
@@ -171,11 +176,13 @@ class BatchPrefillPaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
+              const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales, void* stream) const;
+              const TensorView* lse, const KVScales& scales, void* stream,
+              const TensorView* sinks = nullptr) const;
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.
@@ -198,11 +205,13 @@ class BatchDecodePaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse) const;
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream) const;  // as BatchPrefillRagged's
+              const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales, void* stream) const;
+              const TensorView* lse, const KVScales& scales, void* stream,
+              const TensorView* sinks = nullptr) const;
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.

@@ -28,6 +28,7 @@ struct ProblemDesc {
   // Already normalised against the longest qo_len; >= 1 or -1 (the right bound 0 is causal).
   int window_right = -1;
   bool soft_cap = false;
+  bool sinks = false;  // Options::sinks: attention sinks
   bool return_lse = false;
   KVLayout kv_layout = KVLayout::kNHD;
   int page_size = 0;  // paged ops only

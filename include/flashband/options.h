@@ -18,6 +18,9 @@ struct Options {
   // -1: no right bound; r >= 0: keys .. p(i)+r (SPEC.md). causal is window_right = 0, so with
   // causal=true only -1 and 0 are accepted (a larger r would contradict it).
   int window_right = -1;
+  // Runs pass a float32 [num_qo_heads] sinks tensor (attention sinks, SPEC.md): required by
+  // run() iff set, so that the plan (and auto) picks a backend that honours them.
+  bool sinks = false;
   float logits_soft_cap = 0.0f;         // 0: off; cap > 0: cap * tanh(s / cap)
   std::optional<float> sm_scale;        // default 1/sqrt(head_dim)
   bool return_lse = false;              // when true, an lse output must be given

@@ -13,6 +13,7 @@ from .errors import (CudaError, FlashbandError, InternalError, InvalidArgumentEr
 from . import _C
 from ._build import build_info, warn_missing_backends as _warn_missing_backends
 from ._common import last_run_info
+from .attention_sink import BatchAttentionWithAttentionSinkWrapper
 from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_workspace_bytes,
                          built_backends, caps, select_backend, support_matrix, supports)
 from .cascade import (MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place,
@@ -24,6 +25,7 @@ from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRagge
 __version__ = _C.__version__
 
 __all__ = [
+    "BatchAttentionWithAttentionSinkWrapper",
     "BatchDecodeWithPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
     "BatchPrefillWithRaggedKVCacheWrapper",

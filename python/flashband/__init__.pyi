@@ -34,7 +34,8 @@ def single_prefill_with_kv_cache(
     logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None, backend: str = "auto", return_lse: bool = False,
     kv_cache_sf: None = None, k_scale: Scale = None, v_scale: Scale = None, *,
-    window_right: int = -1, out: Optional[Array] = None, lse: Optional[Array] = None,
+    window_right: int = -1, sinks: Optional[Array] = None,
+    out: Optional[Array] = None, lse: Optional[Array] = None,
 ) -> Union[Array, Tuple[Array, Array]]: ...
 
 def single_prefill_with_kv_cache_return_lse(q: Array, k: Array, v: Array, *args: Any,
@@ -115,7 +116,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, k: Array, v: Array, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
-            sinks: None = None, q_scale: Scale = None, k_scale: Scale = None,
+            sinks: Optional[Array] = None, q_scale: Scale = None, k_scale: Scale = None,
             v_scale: Scale = None, o_scale: Scale = None, lse_base: str = "log2",
             lse_layout: str = "NH", kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, k: Array, v: Array, causal: bool = False,
@@ -175,7 +176,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: None = None,
+            window_left: Optional[int] = None, sinks: Optional[Array] = None,
             skip_softmax_threshold_scale_factor: None = None,
             kv_cache_sf: None = None, lse_base: str = "log2", lse_layout: str = "NH",
             use_fp16_softmax: Optional[bool] = None,
@@ -186,6 +187,21 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Union[Array, Tuple[Array, Array]]: ...
+
+class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper):
+    def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
+                 paged_kv_indptr_buf: Optional[Array] = None, paged_kv_indices_buf: Optional[Array] = None,
+                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
+                 mask_indptr_buf: None = None, backend: str = "auto", pos_encoding_mode: str = "NONE",
+                 use_fp16_qk_reduction: bool = False, q_data_type: DTypeLike = "bfloat16",
+                 kv_data_type: DTypeLike = "bfloat16", head_dim_qk: int = 128, head_dim_vo: int = 128,
+                 window_left: int = -1) -> None: ...
+    def reset_workspace_buffer(self, float_workspace_buffer: Array,
+                               int_workspace_buffer: Optional[Array] = None) -> None: ...
+    def plan(self, *args: Any, **kwargs: Any) -> None: ...
+    def run(self, q: Array, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any: ...
+    def forward(self, *args: Any, **kwargs: Any) -> Any: ...
 
 class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
@@ -232,7 +248,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_BatchWrapper):
     def run(self, q: Array, paged_kv_cache: PagedKVCache, *, out: Optional[Array] = None,
             lse: Optional[Array] = None, return_lse: bool = False, q_scale: Scale = None,
             k_scale: Scale = None, v_scale: Scale = None, enable_pdl: Optional[bool] = None,
-            window_left: Optional[int] = None, sinks: None = None,
+            window_left: Optional[int] = None, sinks: Optional[Array] = None,
             q_len_per_req: Optional[int] = None, skip_softmax_threshold_scale_factor: None = None,
             kv_cache_sf: None = None) -> Union[Array, Tuple[Array, Array]]: ...
     def forward(self, q: Array, paged_kv_cache: PagedKVCache, pos_encoding_mode: str = "NONE",
@@ -297,7 +313,7 @@ def supports(op: str = "single_prefill", *, backend: str = "auto",
              return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
              window_right: int = -1,
-             kv_dtype: Optional[DTypeLike] = None) -> _C.SupportAnswer: ...
+             kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> _C.SupportAnswer: ...
 def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
                    num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
@@ -305,7 +321,7 @@ def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False, window_right: int = -1,
-                   kv_dtype: Optional[DTypeLike] = None) -> str: ...
+                   kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> str: ...
 def built_backends() -> Tuple[str, ...]: ...
 def build_info() -> Dict[str, Any]: ...
 def support_matrix() -> str: ...

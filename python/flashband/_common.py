@@ -52,11 +52,10 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
             "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
             # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
             "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
-            # FlashInfer's split-KV controls (engines pass their neutral values), the
-            # trtllm-gen/cuDNN inputs and attention sinks.
+            # FlashInfer's split-KV controls (engines pass their neutral values) and the
+            # trtllm-gen/cuDNN inputs.
             "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
             "block_tables": None, "max_token_per_sequence": None, "max_sequence_kv": None,
-            "sinks": None,
             # FlashInfer's approximate softmax skipping and fp4 cache scale factors.
             "skip_softmax_threshold_scale_factor": None, "kv_cache_sf": None,
             # FlashInfer's multi-item scoring (SGLang passes these neutral values).
@@ -122,7 +121,7 @@ def make_options(*, causal: bool = False, window_left: int = -1, window_right: i
                  logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
                  stream: int = 0, cuda_graph: bool = False,
-                 disable_split_kv: bool = False) -> "_C.Options":
+                 disable_split_kv: bool = False, sinks: bool = False) -> "_C.Options":
     """The native Options, each value judged under the caller's name first (_args):
     window_left / window_right past C int are -1 (no bound), float parameters are judged as float32."""
     return _C.Options(causal=_args.flag(causal, "causal"), window_left=_args.window_left(window_left),
@@ -133,7 +132,8 @@ def make_options(*, causal: bool = False, window_left: int = -1, window_right: i
                       kv_layout=_args.text(kv_layout, "kv_layout"),
                       backend=_args.text(backend_name(backend), "backend"),
                       stream=stream, cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
-                      disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"))
+                      disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"),
+                      sinks=bool(sinks))
 
 
 def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):

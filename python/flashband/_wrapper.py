@@ -98,6 +98,7 @@ class BatchWrapperBase:
         self._kv_data_type: Optional[str] = None  # the plan's fp8 K/V format, if any
         self._semantics: dict = {}
         self._planned_lse = False
+        self._planned_sinks = False  # the plan expects run()'s sinks (Options::sinks)
         self._num_qo_heads = 0
         self._cache_pages = 0  # pages of the paged cache the last run() was given
         self._given_buffers: dict = {}   # FlashInfer's CUDA-graph index buffers, by name
@@ -409,15 +410,15 @@ class BatchWrapperBase:
             self._retired.append(self._plan_buffer)
         self._plan_buffer = plan_workspace
 
-    def _options(self, return_lse: bool) -> "_C.Options":
+    def _options(self, return_lse: bool, sinks: bool) -> "_C.Options":
         """make_options for this plan, the previous plan's Options where every input is the
         same value of the same type (an engine's plans differ only in their arrays): a
         different value or type is judged anew, and an unhashable one is never kept."""
         stream = 0 if self._host_workspace else fw.current_stream(self._workspace)
         try:
-            # Every plan input goes in the key, the K/V dtype too: a plan never gets Options
-            # judged for another plan's inputs.
-            key = (return_lse, stream, self._kv_data_type,
+            # Every plan input goes in the key, the K/V dtype and sinks too: a plan never gets
+            # Options judged for another plan's inputs.
+            key = (return_lse, sinks, stream, self._kv_data_type,
                    tuple((k, type(v), v) for k, v in self._semantics.items()))
             hash(key)
             if key == self._options_key:
@@ -426,13 +427,15 @@ class BatchWrapperBase:
             key = None
         opts = make_options(return_lse=return_lse, kv_layout=self._kv_layout,
                             backend=self._backend, stream=stream,
-                            cuda_graph=self._use_cuda_graph, **self._semantics)
+                            cuda_graph=self._use_cuda_graph, sinks=sinks, **self._semantics)
         if key is not None:
             self._options_key, self._options_kept = key, opts
         return opts
 
-    def _plan_now(self, return_lse: bool) -> None:
-        opts = self._options(return_lse)
+    def _plan_now(self, return_lse: bool, sinks: Optional[bool] = None) -> None:
+        """sinks: whether runs pass attention sinks (None: as the current plan)."""
+        sinks = self._planned_sinks if sinks is None else sinks
+        opts = self._options(return_lse, sinks)
         plan_workspace = self._plan_workspace()
         # Keywords only where they say something: device page indices, an fp8 K/V format.
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
@@ -446,15 +449,18 @@ class BatchWrapperBase:
             except FlashbandError as e:
                 if _installed_anyway(e):
                     self._keep(plan_workspace)
-                    self._planned_lse = return_lse
+                    self._planned_lse, self._planned_sinks = return_lse, sinks
                 raise
         self._keep(plan_workspace)
-        self._planned_lse = return_lse
+        self._planned_lse, self._planned_sinks = return_lse, sinks
 
     def _run(self, q: Any, out: Any, lse: Any, return_lse: bool,
-             call: Callable[[Any, Any], Any], lse_base: str = "log2",
+             call: Callable[[Any, Any, Any], Any], sinks: Any = None, lse_base: str = "log2",
              lse_layout: str = "NH") -> Any:
-        """lse_base, lse_layout (FlashInfer 0.7's): the form of every LSE the run writes, a
+        """call(out, lse, sinks) runs the native object. sinks (FlashInfer's run() argument,
+        float32 [num_qo_heads]): a plan made without them (or with them, for a run without)
+        is re-planned once, as for return_lse, so that the backend honours them.
+        lse_base, lse_layout (FlashInfer 0.7's): the form of every LSE the run writes, a
         given lse included (FlashInfer 0.7 converts only the one it returns); a given lse
         for "HN" is [heads, tokens] and is written once the run has succeeded."""
         if self._plan_args is None:
@@ -467,11 +473,11 @@ class BatchWrapperBase:
         dest = None
         if lse_layout == "HN":  # the kernels write [tokens, heads]: into an array of their own
             dest, lse = transposed_lse(q, out, lse, self._num_qo_heads), None
-        if write_lse != self._planned_lse:
-            self._plan_now(write_lse)
+        if write_lse != self._planned_lse or (sinks is not None) != self._planned_sinks:
+            self._plan_now(write_lse, sinks is not None)
         out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads)
         with fw.device_guard(q):
-            info = call(out, lse)
+            info = call(out, lse, sinks)
             if write_lse:
                 lse = deliver_lse(lse, lse_base, lse_layout, dest)
         record(info)

@@ -279,7 +279,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         kernel runs (a captured graph replays with their value then); with a 16-bit cache
         None or 1.0 only. The cache must have the plan's kv_data_type (ValueError)."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, sinks=sinks,
+        refuse_unsupported(q_scale=q_scale,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf)
         scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
@@ -289,7 +289,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 "plan() again to change it")
         self._check_run_window(window_left)
         with _decode_names(self._native_chunks):
-            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales))
+            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales), sinks)
 
     def forward(self, q: Any, paged_kv_cache: Any, pos_encoding_mode: str = "NONE",
                 q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,

@@ -35,7 +35,8 @@ def single_prefill_with_kv_cache(
     use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None, window_left: int = -1,
     logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
     rope_theta: Optional[float] = None, backend: str = "auto", return_lse: bool = False,
-    kv_cache_sf: Any = None, k_scale: Any = None, v_scale: Any = None, *, window_right: int = -1, out: Any = None,
+    kv_cache_sf: Any = None, k_scale: Any = None, v_scale: Any = None, *, window_right: int = -1, sinks: Any = None,
+    out: Any = None,
     lse: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of one request: q [qo_len, Hq, D], k and v [kv_len, Hk, D] (NHD) or
@@ -43,7 +44,8 @@ def single_prefill_with_kv_cache(
     [qo_len, Hq] float32 base-2 when return_lse. Causal masking is bottom-right aligned;
     window_left >= 0 keeps keys p(i) - window_left .., window_right >= 0 keys .. p(i) +
     window_right (a flashband extension; causal is window_right 0, so with causal=True only
-    -1 and 0 are taken; SPEC.md).
+    -1 and 0 are taken; SPEC.md). sinks: float32 [Hq] attention sinks (SPEC.md; a flashband
+    extension here: FlashInfer takes them on the paged wrappers' run()).
 
     out/lse: written in place when given, else allocated like q (lse only with return_lse);
     the result is (out, lse) only with return_lse, as FlashInfer's.
@@ -73,7 +75,7 @@ def single_prefill_with_kv_cache(
     opts = make_options(causal=causal, window_left=window_left, window_right=window_right,
                         logits_soft_cap=logits_soft_cap,
                         sm_scale=sm_scale, return_lse=write_lse, kv_layout=kv_layout,
-                        backend=backend, stream=fw.current_stream(q))
+                        backend=backend, stream=fw.current_stream(q), sinks=sinks is not None)
     workspace = None
     device, _ = fw.device_of(q)
     if device == "cuda":  # room for a split-KV plan; the caching allocator makes this cheap
@@ -86,7 +88,7 @@ def single_prefill_with_kv_cache(
         raise InvalidArgumentError(f"v: dtype {fw.dtype_name(v)}, expected k's {fw.dtype_name(k)}")
     with fw.device_guard(q):
         record(_C.single_prefill(n(q), k_bytes, v_bytes, n(out), n(lse), opts, n(workspace),
-                                 kv_dtype=kv_dtype, **scales))
+                                 kv_dtype=kv_dtype, sinks=n(sinks), **scales))
     return (out, lse) if return_lse else out
 
 
@@ -193,17 +195,17 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         runs; with a 16-bit cache None or 1.0 only. q_scale, o_scale (fp8 attention):
         None or 1.0 only. k and v must have the plan's kv_data_type (ValueError otherwise)."""
         del enable_pdl
-        refuse_unsupported(sinks=sinks, q_scale=q_scale, o_scale=o_scale, kv_cache_sf=kv_cache_sf)
+        refuse_unsupported(q_scale=q_scale, o_scale=o_scale, kv_cache_sf=kv_cache_sf)
         scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
         self._check_run_window(window_left)
         _check_qkv(q, k, v)
         n = fw.native
         (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
         return self._run(q, out, lse, return_lse,
-                         lambda o, l: self._native.run(n(q), k_bytes, v_bytes, n(o), n(l),
-                                                       stream=fw.current_stream(q), kv_dtype=kv_dtype,
-                                                       **scales),
-                         lse_base, lse_layout)
+                         lambda o, l, s: self._native.run(n(q), k_bytes, v_bytes, n(o), n(l),
+                                                          stream=fw.current_stream(q), kv_dtype=kv_dtype,
+                                                          sinks=n(s), **scales),
+                         sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
@@ -358,14 +360,14 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         taken as None only, its trtllm-gen cubin choices (use_fp16_softmax, uses_spcompress)
         as None or False."""
         del enable_pdl  # a launch hint (no effect on results)
-        refuse_unsupported(q_scale=q_scale, sinks=sinks,
+        refuse_unsupported(q_scale=q_scale,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf, use_fp16_softmax=use_fp16_softmax,
                            uses_spcompress=uses_spcompress)
         scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
         self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales),
-                         lse_base, lse_layout)
+                         sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
@@ -433,21 +435,21 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any, scales: 
             _args.kv_array(x, name)
         k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
-        def run_pair(o: Any, l: Any) -> Any:
+        def run_pair(o: Any, l: Any, s: Any) -> Any:
             with _args.renamed(_PAIR_NAMES):
                 (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
                 return wrapper._native.run(n(q), k_bytes, v_bytes, n(o), n(l), stream=fw.current_stream(q),
-                                           kv_dtype=kv_dtype, **scales)
+                                           kv_dtype=kv_dtype, sinks=n(s), **scales)
         return run_pair
     _args.kv_array(paged_kv_cache, "paged_kv_cache")
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
     wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
 
-    def run_stacked(o: Any, l: Any) -> Any:
+    def run_stacked(o: Any, l: Any, s: Any) -> Any:
         with _args.renamed(_STACKED_NAMES):
             cache_bytes, kv_dtype = fw.kv_native(cache)
             return wrapper._native.run_stacked(n(q), cache_bytes, n(o), n(l), stream=fw.current_stream(q),
-                                               kv_dtype=kv_dtype, **scales)
+                                               kv_dtype=kv_dtype, sinks=n(s), **scales)
     return run_stacked
 
 

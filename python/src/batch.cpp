@@ -113,7 +113,8 @@ PagedKVCache cache_of(const InArray& k, const InArray& v, const std::optional<st
   return PagedKVCache{kv_view_of(k, "paged_kv_cache[0] (k)", fp8), kv_view_of(v, "paged_kv_cache[1] (v)", fp8)};
 }
 
-const TensorView* optional_view(const OutArray& a, const char* what, TensorView& storage) {
+template <class Array>
+const TensorView* optional_view(const Array& a, const char* what, TensorView& storage) {
   if (!a.is_valid()) return nullptr;
   storage = view_of(a, what);
   return &storage;
@@ -128,28 +129,31 @@ void bind_paged_runs(nb::class_<Paged>& c) {
        "run",
        [](const Paged& self, const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
           const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype) {
-         TensorView lse_view;
+          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks) {
+         TensorView lse_view, sinks_view;
          const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
          return self.run(view_of(q, "q"), cache_of(k, v, kv_dtype), view_of(out, "out"),
-                         optional_view(lse, "lse", lse_view), s.scales, as_stream(stream));
+                         optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
+                         optional_view(sinks, "sinks", sinks_view));
        },
        arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
        arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-       arg("kv_dtype").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
+       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
       .def(
           "run_stacked",
           [](const Paged& self, const InArray& q, const InArray& kv, const OutArray& out, const OutArray& lse,
              uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype) {
-            TensorView lse_view;
+             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
+             const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
             return self.run(view_of(q, "q"), PagedKVCache::from_stacked(kv_view_of(kv, "paged_kv_cache", kv_dtype)),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
           arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
           arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace
@@ -182,15 +186,17 @@ void bind_batch(nb::module_& m) {
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
              const OutArray& out, const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype) {
-            TensorView lse_view;
+             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
+             const InArray& sinks) {
+            TensorView lse_view, sinks_view;
             const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
             return self.run(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
           },
           arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0, arg("v_scale") = 1.0,
           arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), release);
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), release);
 
   auto prefill_paged = nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged");
   prefill_paged

@@ -21,7 +21,7 @@ void bind_capability(nb::module_& m) {
              const std::string& device, int head_dim, int num_qo_heads, int num_kv_heads,
              bool causal, int window_left, int window_right, bool soft_cap, bool return_lse,
              const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows,
-             bool cuda_graph, bool disable_split_kv, const std::optional<std::string>& kv_dtype) {
+             bool cuda_graph, bool disable_split_kv, const std::optional<std::string>& kv_dtype, bool sinks) {
             ProblemDesc p;
             p.op = parse_op(op);
             p.dtype = parse_dtype(dtype, "dtype");
@@ -41,6 +41,7 @@ void bind_capability(nb::module_& m) {
             p.has_empty_rows = has_empty_rows;
             p.cuda_graph = cuda_graph;
             p.disable_split_kv = disable_split_kv;
+            p.sinks = sinks;
             new (self) ProblemDesc(p);
           },
           nb::kw_only(), arg("op") = "single_prefill", arg("dtype") = "bfloat16",
@@ -48,7 +49,8 @@ void bind_capability(nb::module_& m) {
           arg("num_kv_heads") = 1, arg("causal") = false, arg("window_left") = -1,
           arg("window_right") = -1, arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
           arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false,
-          arg("cuda_graph") = false, arg("disable_split_kv") = false, arg("kv_dtype").none() = nb::none())
+          arg("cuda_graph") = false, arg("disable_split_kv") = false, arg("kv_dtype").none() = nb::none(),
+          arg("sinks") = false)
       .def("__repr__", [](const ProblemDesc& p) {
         return std::string("ProblemDesc(op='") + op_name(p.op) + "', dtype='" +
                dtype_name(p.dtype) + "', device='" + (p.device == Device::kCPU ? "cpu" : "cuda") +
@@ -62,7 +64,7 @@ void bind_capability(nb::module_& m) {
                "', page_size=" + std::to_string(p.page_size) + ", device_id=" +
                std::to_string(p.device_id) + ", has_empty_rows=" +
                (p.has_empty_rows ? "True" : "False") + ", cuda_graph=" + (p.cuda_graph ? "True" : "False") +
-               ", disable_split_kv=" + (p.disable_split_kv ? "True" : "False") + ")";
+               ", disable_split_kv=" + (p.disable_split_kv ? "True" : "False") + ", sinks=" + (p.sinks ? "True" : "False") + ")";
       });
 
   nb::class_<SupportAnswer>(m, "SupportAnswer")

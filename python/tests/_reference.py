@@ -1,7 +1,9 @@
 """The float64 oracle, written straight from SPEC.md "Scores, masks, softmax" and independently
 of every backend: one NumPy version (host) and one torch version (runs on the GPU). Both take
 NHD float64 tensors q [qo_len, Hq, D], k and v [kv_len, Hk, D] and return (o, lse) with
-o [qo_len, Hq, D] and lse [qo_len, Hq] in base 2; rows that see no key give 0 and -inf."""
+o [qo_len, Hq, D] and lse [qo_len, Hq] in base 2; rows that see no key give 0 and -inf.
+sinks (SPEC.md "Attention sinks"): float [Hq] natural-log logits that join each row's
+denominator with no value; a row that sees no key then gives 0 and sink / ln 2."""
 
 import math
 
@@ -26,7 +28,7 @@ def visible_np(qo_len, kv_len, causal, window_left, window_right=-1):
 
 
 def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
-                 sm_scale=None):
+                 sm_scale=None, sinks=None):
     qo_len, hq, d = q.shape
     kv_len, hk, _ = k.shape
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
@@ -37,9 +39,14 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logi
         s = logits_soft_cap * np.tanh(s / logits_soft_cap)
     s = np.where(visible_np(qo_len, kv_len, causal, window_left, window_right)[None], s, -np.inf)
     m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+    sink = None if sinks is None else np.asarray(sinks, dtype=np.float64).reshape(hq, 1, 1)
+    if sink is not None:
+        m = np.maximum(m, sink)
     m_safe = np.where(np.isfinite(m), m, 0.0)  # guards (-inf) - (-inf)
     e = np.exp(s - m_safe)
     l = e.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        l = l + np.exp(sink - m_safe)  # the sink's term, no value
     seen = l > 0
     o = np.einsum("hij,jhd->ihd", e / np.where(seen, l, 1.0), v)
     lse = np.where(seen, (m_safe + np.log(np.where(seen, l, 1.0))) / LN2, -np.inf)[..., 0]
@@ -47,15 +54,18 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logi
 
 
 def attention_torch(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
-                    sm_scale=None):
+                    sm_scale=None, sinks=None):
     """Same formulas in torch float64 on q's device, with an explicit mask."""
     import torch
 
     qo_len, hq, d = q.shape
     kv_len, hk, _ = k.shape
+    sink = None if sinks is None else torch.as_tensor(sinks, dtype=torch.float64, device=q.device).reshape(hq, 1, 1)
     if kv_len == 0:
-        return (torch.zeros_like(q), torch.full((qo_len, hq), -math.inf, dtype=q.dtype,
-                                                device=q.device))
+        lse = torch.full((qo_len, hq), -math.inf, dtype=q.dtype, device=q.device)
+        if sink is not None:
+            lse = (sink.reshape(1, hq) / LN2).expand(qo_len, hq).to(q.dtype).contiguous()
+        return torch.zeros_like(q), lse
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
     k = torch.repeat_interleave(k, hq // hk, dim=1)
     v = torch.repeat_interleave(v, hq // hk, dim=1)
@@ -74,9 +84,13 @@ def attention_torch(q, k, v, *, causal=False, window_left=-1, window_right=-1, l
         vis &= j <= p + window_right
     s = s.masked_fill(~vis[None], -math.inf)
     m = s.amax(dim=-1, keepdim=True)
+    if sink is not None:
+        m = torch.maximum(m, sink)
     m_safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     e = torch.exp(s - m_safe)
     l = e.sum(dim=-1, keepdim=True)
+    if sink is not None:
+        l = l + torch.exp(sink - m_safe)
     seen = l > 0
     o = torch.einsum("hij,jhd->ihd", e / torch.where(seen, l, torch.ones_like(l)), v)
     lse = torch.where(seen, (m_safe + torch.log(torch.where(seen, l, torch.ones_like(l)))) / LN2,

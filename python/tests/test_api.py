@@ -673,8 +673,8 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
     """Engines pass FlashInfer's fixed_split_size, o_data_type and run()'s window_left,
     enable_pdl at neutral values: taken (enable_pdl, a launch hint, at any value;
     disable_split_kv at either, honoured). Other values, and inputs flashband has no use
-    for (seq_lens, block_tables, sinks), are refused by name; window_right is taken
-    (test_window_right.py)."""
+    for (seq_lens, block_tables), are refused by name; window_right and sinks are taken
+    (test_window_right.py, test_sinks.py)."""
     rng = np.random.default_rng(12)
     batch = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     paged = Paged(rng, batch, 16)
@@ -689,8 +689,8 @@ def test_flashinfer_options_at_their_neutral_values_are_taken():
         assert_out(w.run(q, cache, **kw).astype(np.float64), ref, "float32")
     with pytest.raises(flashband.UnsupportedError, match="window_left: run.. got 3"):
         w.run(q, cache, window_left=3)
-    with pytest.raises(flashband.UnsupportedError, match="sinks"):
-        w.run(q, cache, sinks=np.zeros(4, np.float32))
+    with pytest.raises(flashband.InvalidArgumentError, match="sinks"):
+        w.run(q, cache, sinks=np.zeros(3, np.float32))  # one per query head: 4
     refused = [dict(o_data_type="float16"), dict(fixed_split_size=8),
                dict(seq_lens=np.array([20, 40], np.int32)),
                dict(block_tables=np.zeros((2, 3), np.int32))]
@@ -834,6 +834,7 @@ def _names(args):
 
 
 def _stub_signatures():
+    """name -> parameter names; "Class.method" for methods; "Class.__bases__" -> base names."""
     tree = ast.parse(STUB.read_text())
     found = {}
     for node in tree.body:
@@ -847,10 +848,23 @@ def _stub_signatures():
             found[node.name] = _names(node.args)
         elif isinstance(node, ast.ClassDef):
             found[node.name] = None
+            found[f"{node.name}.__bases__"] = [b.id for b in node.bases if isinstance(b, ast.Name)]
             for item in node.body:
                 if isinstance(item, ast.FunctionDef):
                     found[f"{node.name}.{item.name}"] = _names(item.args)
     return found
+
+
+def _stub_method(stub, cls, meth):
+    """The stub's signature of cls.meth, inherited along the stub's own base classes, or the
+    one _BatchWrapper shares."""
+    todo = [cls]
+    while todo:
+        c = todo.pop(0)
+        if f"{c}.{meth}" in stub:
+            return stub[f"{c}.{meth}"]
+        todo += stub.get(f"{c}.__bases__", [])
+    return stub.get(f"_BatchWrapper.{meth}")
 
 
 def test_stub_matches_the_runtime_api():
@@ -868,7 +882,7 @@ def test_stub_matches_the_runtime_api():
                 if meth in vars(obj) or (meth != "__init__" and hasattr(obj, meth)):
                     params = list(inspect.signature(getattr(obj, meth)).parameters)
                     key = f"{name}.{meth}"
-                    got = stub.get(key, stub.get(f"_BatchWrapper.{meth}"))  # shared ones
+                    got = _stub_method(stub, name, meth)
                     assert got == params, f"{key}: stub {got} != runtime {params}"
 
 

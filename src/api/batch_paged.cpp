@@ -36,11 +36,12 @@ namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
-                  const KVScales& scales, void* stream) {
+                  const KVScales& scales, void* stream, const TensorView* sinks) {
   detail::before_run(plan);
   if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
   core::AttentionParams a = plan->params;
   bind::stream(a, *plan, stream);
+  bind::sinks(a, *plan, sinks);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
   bind::kv_scales(a, *plan, scales);
@@ -88,8 +89,8 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, void* stream) const {
-  return run(q, kv, out, lse, KVScales{}, stream);
+                               const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run(q, kv, out, lse, KVScales{}, stream, sinks);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -98,8 +99,9 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, const KVScales& scales, void* stream) const {
-  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream);
+                               const TensorView* lse, const KVScales& scales, void* stream,
+                               const TensorView* sinks) const {
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
 }
 
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
@@ -124,8 +126,8 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, void* stream) const {
-  return run(q, kv, out, lse, KVScales{}, stream);
+                              const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run(q, kv, out, lse, KVScales{}, stream, sinks);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -134,11 +136,12 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, const KVScales& scales, void* stream) const {
+                              const TensorView* lse, const KVScales& scales, void* stream,
+                              const TensorView* sinks) const {
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream);
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
 }
 
 void BatchPrefillPaged::check() const {

@@ -28,8 +28,8 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-                                const TensorView* lse, void* stream) const {
-  return run(q, k, v, out, lse, KVScales{}, stream);
+                                const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run(q, k, v, out, lse, KVScales{}, stream, sinks);
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
@@ -38,10 +38,12 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
 }
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-                                const TensorView* lse, const KVScales& scales, void* stream) const {
+                                const TensorView* lse, const KVScales& scales, void* stream,
+                                const TensorView* sinks) const {
   detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
   bind::stream(a, *plan_, stream);
+  bind::sinks(a, *plan_, sinks);
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
   bind::kv_scales(a, *plan_, scales);

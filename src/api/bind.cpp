@@ -148,6 +148,25 @@ void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScale
   a.v_scale = scales.v_scale;
 }
 
+void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks) {
+  if (plan.opts.sinks && !sinks)
+    throw Error(ErrorCode::kInvalidArgument, "sinks: the plan was made with sinks (Options::sinks) but run() got none");
+  if (!plan.opts.sinks && sinks)
+    throw Error(ErrorCode::kInvalidArgument,
+                "sinks: run() got a sinks tensor but the plan was made without them; plan with Options::sinks = true");
+  a.sinks = nullptr;
+  if (!sinks) return;
+  const Arg as{"sinks", *sinks};
+  validate::dims(as, 1, "[num_qo_heads]");
+  validate::dtype(as, DType::kF32, "sinks are float32");
+  validate::dim_equals(as, 0, plan.shape.num_qo_heads, "num_qo_heads");
+  if (sinks->shape[0] > 1 && sinks->strides[0] != 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "sinks: stride " + std::to_string(sinks->strides[0]) + ", allowed: 1 (contiguous)");
+  validate::placement(as, plan.shape.device, plan.shape.device_id, false, "the plan's device");
+  a.sinks = static_cast<const float*>(sinks->data);
+}
+
 void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream) {
   validate::stream_for_device(stream, plan.shape.device);
   a.stream = stream;

@@ -67,6 +67,10 @@ struct AttentionParams {
   int window_right = -1;
   float logits_soft_cap = 0.0f;
   float sm_scale = 1.0f;
+  // Attention sinks: [num_qo_heads] float32 in the backend's memory (natural-log domain,
+  // SPEC.md), folded into each row's denominator once, after the KV loop and any split-KV
+  // merge; nullptr: none. A run() tensor, bound like q.
+  const float* sinks = nullptr;
 
   // Host-side maxima from plan(), for grid sizing without reading device memory.
   int max_qo_len = 0;

@@ -48,12 +48,17 @@ struct SoftmaxState {
   // exp2(s - m) with -inf logits giving exactly 0 even while m is still -inf.
   FB_HD float weight(float s) const { return s == neg_inf() ? 0.0f : fb_exp2(s - m); }
 
-  // Base-2 log-sum-exp of the logits seen, -inf when none was visible.
-  FB_HD float lse() const { return d > 0.0f ? m + fb_log2(d) : neg_inf(); }
+  // Base-2 log-sum-exp of the logits seen, -inf when none was visible. A NaN d (a NaN or
+  // +inf logit: NaN or Inf in K) gives NaN, never the empty state's -inf, which a split-KV
+  // merge would drop as weight 0 and so hide the corrupt key.
+  FB_HD float lse() const { return d == 0.0f ? neg_inf() : m + fb_log2(d); }
   // Multiplier that turns the accumulated sum of weighted values into the output; 0 when
-  // the row saw no key, so fully masked rows come out as exact zeros.
-  FB_HD float output_scale() const { return d > 0.0f ? 1.0f / d : 0.0f; }
+  // the row saw no key, so fully masked rows come out as exact zeros (NaN for a NaN d).
+  FB_HD float output_scale() const { return d == 0.0f ? 0.0f : 1.0f / d; }
 };
+
+// The sink of query head h in base 2 (-inf without sinks).
+FB_HD float sink_log2(const float* sinks, int h) { return sinks ? sinks[h] * kLog2e : neg_inf(); }
 
 // Weights for merging two normalised partial results with base-2 LSEs s_a, s_b:
 // o = w_a * o_a + w_b * o_b, lse = merged. Both empty -> weights 0 and lse -inf.
@@ -69,6 +74,16 @@ FB_HD MergeWeights merge_weights(float s_a, float s_b) {
   const float e_b = fb_exp2(s_b - m);
   const float sum = e_a + e_b;
   return {e_a / sum, e_b / sum, m + fb_log2(sum)};
+}
+
+// Folds an attention sink sink2 (base 2; -inf: none) into a finished row whose output is
+// out_scale * (accumulated weighted values) and whose LSE is lse (SPEC.md "Attention
+// sinks"): the sink is the partial state (o = 0, lse = sink2), merged once. A row that saw
+// no key (out_scale 0, lse -inf) keeps 0 and gets the sink's LSE; without a sink both stay.
+FB_HD void fold_sink(float sink2, float& out_scale, float& lse) {
+  const MergeWeights w = merge_weights(lse, sink2);
+  out_scale *= w.w_a;
+  lse = w.lse;
 }
 
 }  // namespace flashband::core

@@ -66,6 +66,11 @@ Limits cudnn_limits(bool decode_before_sm90) {
   l.page_size_pow2 = true;  // its paged-cache load needs a power-of-two block size
   l.split_kv_control = false;  // cuDNN picks its engines, which may cut the keys themselves
   l.cudnn_versions = true;
+  // cudnn-frontend's SDPA takes a sink_token (cuDNN >= 9.13), but flashband's graphs do not
+  // bind one yet: refused rather than ignored.
+  l.sinks = false;
+  l.note_sinks = ": cuDNN >= 9.13 expresses them (cudnn-frontend sink_token), flashband's graphs do not bind them yet; "
+                 "sm90, sm80 and cpu do";
   return l;
 }
 

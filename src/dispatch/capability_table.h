@@ -31,6 +31,8 @@ struct Limits {
   bool window_without_causal = true;
   bool window_right = true;  // window_right >= 1 (a two-sided band; 0 is causal)
   bool soft_cap = true;
+  bool sinks = true;  // attention sinks (SPEC.md), folded in once per row
+  const char* note_sinks = nullptr;  // why not, appended to the refusal
   bool lse = true;
   bool nhd = true;
   bool hnd = true;

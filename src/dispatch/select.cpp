@@ -72,6 +72,7 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
   if (p.window_right >= 0 && !l.window_right)
     return prefix(b) + "does not support window_right " + std::to_string(p.window_right) + " (a two-sided window)";
   if (p.soft_cap && !l.soft_cap) return prefix(b) + "does not support logits_soft_cap > 0";
+  if (p.sinks && !l.sinks) return prefix(b) + "does not support sinks (attention sinks)" + (l.note_sinks ? l.note_sinks : "");
   if (p.return_lse && !l.lse) return prefix(b) + "does not support return_lse=true";
   if (p.window_left >= 0 && p.qo_longer_than_kv && !l.window_qo_longer_than_kv)
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) +

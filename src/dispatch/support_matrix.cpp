@@ -103,7 +103,7 @@ std::string refused_by(Allows allows) {
 std::string support_matrix_markdown() {
   std::ostringstream s;
   s << "| op | backend | arch | status | dtypes | K/V dtypes | head dims | causal | window | window_right | soft cap | "
-       "LSE | layouts | page sizes |\n";
+       "sinks | LSE | layouts | page sizes |\n";
   s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : dispatch::capability_table()) {
     s << "| " << op_name(r.op) << " | " << backend_name(r.backend) << " | " << arch_range(r) << " | "
@@ -114,8 +114,8 @@ std::string support_matrix_markdown() {
     }
     const auto& l = r.limits;
     s << " | " << dtypes(l) << " | " << kv_dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | "
-      << windows(l) << " | " << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.lse) << " | "
-      << layouts(l) << " | " << pages(r) << " |\n";
+      << windows(l) << " | " << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.sinks) << " | "
+      << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
   s << "\nfp8 K/V (float8_e4m3fn, float8_e5m2, with fp16 or bf16 q and per-tensor k_scale / v_scale) is "
        "refused by: "

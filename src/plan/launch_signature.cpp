@@ -10,7 +10,7 @@ namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
 // fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
-static_assert(sizeof(core::AttentionParams) == 352, "launch_signature: list the new AttentionParams field");
+static_assert(sizeof(core::AttentionParams) == 360, "launch_signature: list the new AttentionParams field");
 
 class Fields {
  public:
@@ -71,6 +71,9 @@ std::string launch_signature(const Plan& plan) {
   f.add_ptr("last_page_len", a.last_page_len).add_ptr("kv_lens", a.kv_lens).add_ptr("page_status", a.page_status);
   f.add("causal", a.causal).add("window_left", a.window_left).add("window_right", a.window_right);
   f.add_float("logits_soft_cap", a.logits_soft_cap).add_float("sm_scale", a.sm_scale);
+  // Whether runs pass sinks is the plan's (Options::sinks); the sinks pointer is run()'s
+  // tensor, like q, and its values are read at replay.
+  f.add("sinks", plan.opts.sinks);
   if (launch_reads_max_lengths(plan)) f.add("max_qo_len", a.max_qo_len).add("max_kv_len", a.max_kv_len);
   f.add("total_qo_tokens", a.total_qo_tokens);
   // work is a device work list (sm80) or the plan's own host state (sm90, cudnn), whose

@@ -220,6 +220,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.window_left = window;
   d.window_right = window_right;
   d.soft_cap = r.opts.logits_soft_cap > 0.0f;
+  d.sinks = r.opts.sinks;
   d.return_lse = r.opts.return_lse;
   d.kv_layout = r.opts.kv_layout;
   d.page_size = p.page_size;

@@ -70,6 +70,7 @@ std::string Case::name() const {
   if (window_right >= 0) s << "_wr" << window_right;
   if (logits_soft_cap > 0.0f) s << "_cap" << number_token(logits_soft_cap);
   if (sm_scale) s << "_scale" << number_token(*sm_scale);
+  if (!sinks.empty()) s << "_sinks" << number_token(*std::max_element(sinks.begin(), sinks.end()));
   if (!return_lse) s << "_nolse";
   if (out_token_pad) s << "_opad" << out_token_pad;
   if (far_kv) s << "_far";
@@ -135,7 +136,23 @@ CaseResult run_case(const Case& c, const RunConfig& cfg) {
       r.failure = s.str();
     }
   }
-  r.passed = cmp.passed && r.window_guard_ok;
+  // Likewise sinks: where one can matter (a sink above 0), the references with and without
+  // them must differ, so a backend that ignores sinks cannot pass.
+  if (!c.sinks.empty() && *std::max_element(c.sinks.begin(), c.sinks.end()) > 0.0f) {
+    Case plain = c;
+    plain.sinks.clear();
+    const Reference unsunk = make_reference(plain, data, window);
+    double diff = max_abs_diff(ref.out, unsunk.out);
+    for (std::size_t i = 0; i < ref.lse.size(); ++i)  // rows with no key and no sink: -inf both
+      if (ref.lse[i] != unsunk.lse[i]) diff = std::max(diff, std::fabs(ref.lse[i] - unsunk.lse[i]));
+    if (!(diff > 0.1)) {
+      r.sink_guard_ok = false;
+      if (r.failure.empty())
+        r.failure = "sink guard: the references with and without sinks differ by at most " + std::to_string(diff) +
+                    " (<= 0.1), so this case cannot show that sinks are applied";
+    }
+  }
+  r.passed = cmp.passed && r.window_guard_ok && r.sink_guard_ok;
   return r;
 }
 

@@ -34,6 +34,8 @@ struct Case {
   int window_right = -1;  // with causal only -1 or 0 (SPEC.md)
   float logits_soft_cap = 0.0f;
   std::optional<float> sm_scale;
+  // Attention sinks, one per query head (natural-log domain), or empty for none.
+  std::vector<float> sinks;
   bool return_lse = true;
   KVLayout layout = KVLayout::kNHD;
   int page_size = 16;        // paged and decode
@@ -69,6 +71,8 @@ struct CaseResult {
   double frob_rel_err = 0.0;
   double lse_max_err = 0.0;
   bool window_guard_ok = true;  // windowed and unwindowed references differ by > 0.1
+  // With a sink above 0: the references with and without sinks differ by > 0.1 (out or LSE).
+  bool sink_guard_ok = true;
   RunInfo info;
   double median_ms = 0.0;     // when timed
   int64_t visible_pairs = 0;  // summed over heads and requests

@@ -89,6 +89,12 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   outv.strides[0] = out_stride_n;
   const TensorView lsev = TensorView::contiguous(dlse.data(), DType::kF32, {total_qo, Hq}, dev);
   const TensorView* lse_arg = c.return_lse ? &lsev : nullptr;
+  HostArray sinks(DType::kF32, static_cast<int64_t>(c.sinks.size()));
+  for (std::size_t h = 0; h < c.sinks.size(); ++h) sinks.set(static_cast<int64_t>(h), c.sinks[h]);
+  const DeviceBuffer dsinks = to_device(dev, sinks);
+  const TensorView sinksv =
+      TensorView::contiguous(dsinks.data(), DType::kF32, {static_cast<int64_t>(c.sinks.size())}, dev);
+  const TensorView* sinks_arg = c.sinks.empty() ? nullptr : &sinksv;
 
   const Options opts = case_options(c);
   const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
@@ -154,10 +160,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       kview.data = dk.data();
       vview.data = dv.data();
       if (c.entry == EntryPoint::kSingle) {
-        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales); };
+        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales, sinks_arg); };
       } else {
         ragged.plan(qo_indptr.data(), kv_indptr.data(), B, shape, opts, ws);
-        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, scales); };
+        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, scales, opts.stream, sinks_arg); };
       }
       break;
     }
@@ -198,10 +204,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       index.num_pages = pages.num_pages;
       if (c.entry == EntryPoint::kPaged) {
         paged.plan(qo_indptr.data(), index, B, shape, opts, ws);
-        run = [&] { return paged.run(qv, cache, outv, lse_arg, scales); };
+        run = [&] { return paged.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
       } else {
         decode.plan(index, B, shape, opts, ws);
-        run = [&] { return decode.run(qv, cache, outv, lse_arg, scales); };
+        run = [&] { return decode.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
       }
       break;
     }

@@ -53,6 +53,7 @@ Options case_options(const Case& c) {
   o.window_right = c.window_right;
   o.logits_soft_cap = c.logits_soft_cap;
   o.sm_scale = c.sm_scale;
+  o.sinks = !c.sinks.empty();
   o.return_lse = c.return_lse;
   o.kv_layout = c.layout;
   o.backend = c.backend;
@@ -83,6 +84,7 @@ ProblemDesc problem_of(const Case& c) {
   d.window_right = right < 1 ? -1 : core::normalize_window_right(right, max_qo);
   d.max_kv_len = max_kv;
   d.soft_cap = c.logits_soft_cap > 0.0f;
+  d.sinks = !c.sinks.empty();
   d.return_lse = c.return_lse;
   d.kv_layout = c.layout;
   d.page_size = (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode) ? c.page_size : 0;
@@ -178,6 +180,7 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, Wi
     p.sm_scale = case_sm_scale(c);
     p.k_scale = c.k_scale;
     p.v_scale = c.v_scale;
+    p.sinks.assign(c.sinks.begin(), c.sinks.end());
     results[b] = oracle_empty_result(p);
   }
   // One task per (request, head): the heads of one request write disjoint rows.

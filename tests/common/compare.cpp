@@ -61,7 +61,7 @@ Comparison compare_attention(const Tolerance& tol, int heads, int head_dim,
       ref2 += ref[i] * ref[i];
     }
     if (!lse.empty()) {
-      if (empty[r]) {
+      if (empty[r] && ref_lse[r] == -inf) {
         if (!(lse[r] == -inf)) {
           std::ostringstream s;
           s << "fully masked row " << where(r, heads) << ": lse " << lse[r] << ", expected exactly -inf";
@@ -69,9 +69,12 @@ Comparison compare_attention(const Tolerance& tol, int heads, int head_dim,
         }
       } else {
         const double e = std::fabs(lse[r] - ref_lse[r]);
-        if (!(e <= tol.lse)) {
+        // Plus float32's own rounding of a large LSE (a sink of -1e4 gives -14427, whose ulp
+        // is 1e-3): two ulps of the reference, negligible at ordinary magnitudes.
+        const double allowed = tol.lse + 2.0 * std::numeric_limits<float>::epsilon() * std::fabs(ref_lse[r]);
+        if (!(e <= allowed)) {
           std::ostringstream s;
-          s << "lse" << where(r, heads) << " = " << lse[r] << ", ref " << ref_lse[r] << ": |err| " << e << " > " << tol.lse;
+          s << "lse" << where(r, heads) << " = " << lse[r] << ", ref " << ref_lse[r] << ": |err| " << e << " > " << allowed;
           fail(s.str());
         }
         if (!(e <= c.lse_max_err)) c.lse_max_err = std::isnan(e) ? inf : e;

@@ -32,6 +32,8 @@ void check_sizes(const OracleProblem& p, const std::vector<double>& q, const std
   const std::size_t nk = static_cast<std::size_t>(p.kv_len) * p.num_kv_heads * p.head_dim;
   if (q.size() != nq || k.size() != nk || v.size() != nk)
     throw std::invalid_argument("oracle: input sizes do not match the problem");
+  if (!p.sinks.empty() && p.sinks.size() != static_cast<std::size_t>(p.num_qo_heads))
+    throw std::invalid_argument("oracle: sinks must have num_qo_heads entries");
 }
 }  // namespace
 
@@ -74,13 +76,16 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
     }
     const std::size_t row = static_cast<std::size_t>(i) * Hq + h;
     double* oi = &r.out[row * D];
-    if (m == neg_inf) {  // no visible key: output exactly 0, LSE -inf
+    // The sink: one more denominator term exp(sink), with no value (SPEC.md).
+    const double sink = p.sinks.empty() ? neg_inf : p.sinks[static_cast<std::size_t>(h)];
+    if (m == neg_inf) {  // no visible key: output exactly 0, LSE -inf or the sink's
       for (int d = 0; d < D; ++d) oi[d] = 0.0;
-      r.lse[row] = neg_inf;
+      r.lse[row] = sink == neg_inf ? neg_inf : sink / std::log(2.0);
       r.empty[row] = 1;
       continue;
     }
-    double sum = 0.0;
+    m = std::max(m, sink);
+    double sum = sink == neg_inf ? 0.0 : std::exp(sink - m);
     for (int j = 0; j < p.kv_len; ++j)
       if (vis[j]) sum += std::exp(s[j] - m);
     for (int d = 0; d < D; ++d) oi[d] = 0.0;

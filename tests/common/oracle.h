@@ -22,6 +22,8 @@ struct OracleProblem {
   // are then the stored fp8 values, exact in double.
   double k_scale = 1.0;
   double v_scale = 1.0;
+  // Attention sinks, natural-log domain: [num_qo_heads], or empty for none (SPEC.md).
+  std::vector<double> sinks;
 };
 
 // SPEC.md "visible(i, j)", written out from the text.
@@ -32,7 +34,7 @@ int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_lef
 
 struct OracleResult {
   std::vector<double> out;  // [qo_len, num_qo_heads, head_dim]
-  std::vector<double> lse;  // [qo_len, num_qo_heads], base 2; -inf for a row that sees nothing
+  std::vector<double> lse;  // [qo_len, num_qo_heads], base 2; a row that sees nothing: -inf, or its sink / ln 2
   std::vector<char> empty;  // [qo_len, num_qo_heads], 1 where the row sees no key
 };
 

@@ -8,7 +8,9 @@
 // and applies k_scale and v_scale, so the tolerances are q's dtype's (SPEC.md). Values span
 // each format: the bulk near the top of the range with the largest finite values (448,
 // 57344) and subnormals sprinkled in, or a "tiny" mix where most values are subnormal.
-// Unused page slots and spare pages hold NaN bytes.
+// Unused page slots and spare pages hold NaN bytes. Part of the grid is right-bounded
+// (window_right, non-causal); Sm80Fp8KVNonFinite puts NaN and Inf codes into keys that rows
+// see and keys they do not (SPEC.md's fp8 section).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +28,7 @@
 #include "device_buffer.h"
 #include "dispatch/registry.h"
 #include "dtype_values.h"
+#include "fp8_values.h"
 #include "gpu_backends.h"
 #include "kv_layout.h"
 #include "oracle.h"
@@ -36,21 +39,8 @@
 namespace flashband::testing {
 namespace {
 
-// --- the two fp8 formats, decoded from their definitions ------------------------------
+// --- the two fp8 formats (fp8_value: tests/common/fp8_values.h) -----------------------
 
-// e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits, no infinities, NaN = S.1111.111.
-// e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE-like infinities and NaNs.
-double fp8_value(DType fmt, uint8_t b) {
-  const double sign = (b & 0x80) ? -1.0 : 1.0;
-  const bool e4m3 = fmt == DType::kE4M3;
-  const int mant_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-  const int e = (b & 0x7F) >> mant_bits, m = b & ((1 << mant_bits) - 1);
-  const double frac = static_cast<double>(m) / (1 << mant_bits);
-  if (e4m3 && e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
-  if (!e4m3 && e == 31) return m ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
-  if (e == 0) return sign * std::ldexp(frac, 1 - bias);
-  return sign * std::ldexp(1.0 + frac, e - bias);
-}
 constexpr uint8_t kFp8NaN = 0x7F;  // NaN in both formats
 double fp8_max(DType fmt) { return fmt == DType::kE4M3 ? 448.0 : 57344.0; }
 double fp8_min_normal(DType fmt) { return fmt == DType::kE4M3 ? std::ldexp(1.0, -6) : std::ldexp(1.0, -14); }
@@ -124,6 +114,7 @@ struct Fp8Case {
   KVLayout layout = KVLayout::kNHD;
   bool causal = false;
   int window_left = -1;
+  int window_right = -1;  // non-causal cases only (SPEC.md refuses r >= 1 beside causal)
   float soft_cap = 0.0f;
   int page_size = 16;
   float k_scale = 1.0f, v_scale = 1.0f;
@@ -134,7 +125,8 @@ struct Fp8Case {
   std::string name() const {
     std::ostringstream s;
     s << dtype_name(q_dtype) << "_" << dtype_name(kv_dtype) << "_d" << head_dim << "_" << entry_name(entry) << "_"
-      << kv_layout_name(layout) << (causal ? "_causal" : "") << "_w" << window_left << (soft_cap > 0 ? "_cap" : "")
+      << kv_layout_name(layout) << (causal ? "_causal" : "") << "_w" << window_left
+      << (window_right >= 0 ? "_r" + std::to_string(window_right) : "") << (soft_cap > 0 ? "_cap" : "")
       << "_ps" << page_size << "_k" << k_scale << "_v" << v_scale << (scales_on_device ? "_dev" : "")
       << (k_mix == Mix::kTiny ? "_ktiny" : "") << (v_mix == Mix::kTiny ? "_vtiny" : "");
     return s.str();
@@ -178,15 +170,19 @@ double v_amplitude(const Fp8Case& c) {
 std::vector<Request> make_requests(const Fp8Case& c) {
   Rng rng(c.seed);
   std::vector<std::pair<int, int>> lens;  // (qo, kv)
+  // A right bound clips rows i < qo_len - 1 - r only: the short requests get enough rows for
+  // it to clip many keys over several tiles.
+  const bool clip_right = c.window_right >= 0;
+  auto short_qo = [&](int hi) { return clip_right ? rng.uniform_int(64, 160) : rng.uniform_int(1, hi); };
   switch (c.entry) {
-    case Entry::kSingle: lens = {{rng.uniform_int(1, 40), rng.uniform_int(300, 600)}}; break;
+    case Entry::kSingle: lens = {{short_qo(40), rng.uniform_int(300, 600)}}; break;
     case Entry::kDecode:
       lens = {{1, rng.uniform_int(900, 1100)}, {1, rng.uniform_int(130, 420)}, {1, rng.uniform_int(130, 420)}};
       break;
     default:  // one long request with few queries (split-KV), two short ones
       lens = {{rng.uniform_int(1, 4), rng.uniform_int(900, 1100)},
-              {rng.uniform_int(1, 20), rng.uniform_int(130, 420)},
-              {rng.uniform_int(1, 20), rng.uniform_int(130, 420)}};
+              {short_qo(20), rng.uniform_int(130, 420)},
+              {short_qo(20), rng.uniform_int(130, 420)}};
   }
   const int Hq = num_qo_heads(c), D = c.head_dim;
   std::vector<Request> rs;
@@ -224,7 +220,7 @@ struct Expected {
 };
 
 Expected oracle(const Fp8Case& c, const std::vector<Request>& rs, double sm_scale, double k_scale, double v_scale,
-                int window_left) {
+                int window_left, int window_right) {
   Expected e;
   const int Hq = num_qo_heads(c);
   for (const Request& r : rs) {
@@ -236,6 +232,7 @@ Expected oracle(const Fp8Case& c, const std::vector<Request>& rs, double sm_scal
     p.head_dim = c.head_dim;
     p.causal = c.causal;
     p.window_left = window_left;
+    p.window_right = window_right;
     p.logits_soft_cap = c.soft_cap;
     p.sm_scale = sm_scale;
     std::vector<double> k(r.k8.size()), v(r.v8.size());
@@ -289,6 +286,7 @@ KernelOutput run_sm80(const Fp8Case& c, const std::vector<Request>& rs, double s
   a.head_dim = D;
   a.causal = c.causal;
   a.window_left = c.window_left;
+  a.window_right = c.window_right;
   a.logits_soft_cap = c.soft_cap;
   a.sm_scale = static_cast<float>(sm_scale);
 
@@ -357,7 +355,7 @@ KernelOutput run_sm80(const Fp8Case& c, const std::vector<Request>& rs, double s
   key.dtype = c.q_dtype;
   key.kv_dtype = c.kv_dtype;
   key.head_dim = D;
-  key.needs_mask = c.causal || c.window_left >= 0;
+  key.needs_mask = c.causal || c.window_left >= 0 || c.window_right >= 0;  // SPEC.md's rule
   key.soft_cap = c.soft_cap > 0;
   plan.kernel = dispatch::registry().get(key, a);
 
@@ -422,43 +420,55 @@ Comparison check(const Fp8Case& c, const KernelOutput& got, const Expected& want
 // Every (q dtype, fp8 format, head dim, entry) runs causal x window {-1, 0, 31, 127} x soft
 // cap; page sizes {1, 5, 16, 128}, scales {1.0, 0.37, 3.1}, NHD/HND, device scales and the
 // value mixes cycle over those 16 cases, so each appears for every (dtype, format, dim,
-// entry).
+// entry). The prefill entries add two non-causal right-bounded cases each, (window_left,
+// window_right) from {-1, 31} x {1, 7} in turn (all four for every dtype and format; decode
+// has one row per request, which no right bound clips).
 std::vector<Fp8Case> grid() {
   std::vector<Fp8Case> cases;
   const int page_sizes[] = {1, 5, 16, 128};
   const float scales[] = {1.0f, 0.37f, 3.1f};
-  uint64_t seed = 100;
+  const std::pair<int, int> right_bounded[] = {{-1, 1}, {31, 1}, {-1, 7}, {31, 7}};
+  uint64_t seed = 100, right_seed = 10000;  // the right-bounded cases leave the others' seeds as they were
   for (DType qd : {DType::kF16, DType::kBF16})
-    for (DType kvd : {DType::kE4M3, DType::kE5M2})
+    for (DType kvd : {DType::kE4M3, DType::kE5M2}) {
+      int k = 0;  // (head dim, prefill entry) pairs so far, for the right bounds' turn
       for (int D : {64, 128, 256})
         for (Entry e : {Entry::kSingle, Entry::kRagged, Entry::kPaged, Entry::kDecode}) {
+          auto add = [&](int i, bool causal, int w, int r, float cap, uint64_t case_seed) {
+            Fp8Case c;
+            c.q_dtype = qd;
+            c.kv_dtype = kvd;
+            c.head_dim = D;
+            c.entry = e;
+            c.causal = causal;
+            c.window_left = w;
+            c.window_right = r;
+            c.soft_cap = cap;
+            c.page_size = page_sizes[i % 4];
+            c.layout = (i / 4) % 2 ? KVLayout::kHND : KVLayout::kNHD;
+            c.k_scale = scales[i % 3];
+            c.v_scale = scales[(i + 1) % 3];
+            c.scales_on_device = i % 5 == 2;
+            c.k_mix = i % 3 == 1 ? Mix::kTiny : Mix::kWide;
+            // Tiny V with fp16 q and e5m2 would give outputs below fp16's normal range,
+            // where the output's own rounding exceeds the tolerance.
+            const bool tiny_v_ok = !(qd == DType::kF16 && kvd == DType::kE5M2);
+            c.v_mix = i % 3 == 2 && tiny_v_ok ? Mix::kTiny : Mix::kWide;
+            c.seed = case_seed;
+            cases.push_back(c);
+          };
           int i = 0;
           for (bool causal : {false, true})
             for (int w : {-1, 0, 31, 127})
-              for (float cap : {0.0f, 2.0f}) {
-                Fp8Case c;
-                c.q_dtype = qd;
-                c.kv_dtype = kvd;
-                c.head_dim = D;
-                c.entry = e;
-                c.causal = causal;
-                c.window_left = w;
-                c.soft_cap = cap;
-                c.page_size = page_sizes[i % 4];
-                c.layout = (i / 4) % 2 ? KVLayout::kHND : KVLayout::kNHD;
-                c.k_scale = scales[i % 3];
-                c.v_scale = scales[(i + 1) % 3];
-                c.scales_on_device = i % 5 == 2;
-                c.k_mix = i % 3 == 1 ? Mix::kTiny : Mix::kWide;
-                // Tiny V with fp16 q and e5m2 would give outputs below fp16's normal range,
-                // where the output's own rounding exceeds the tolerance.
-                const bool tiny_v_ok = !(qd == DType::kF16 && kvd == DType::kE5M2);
-                c.v_mix = i % 3 == 2 && tiny_v_ok ? Mix::kTiny : Mix::kWide;
-                c.seed = seed++;
-                cases.push_back(c);
-                ++i;
-              }
+              for (float cap : {0.0f, 2.0f}) add(i++, causal, w, -1, cap, seed++);
+          if (e == Entry::kDecode) continue;
+          for (int j = 0; j < 2; ++j) {
+            const auto [w, r] = right_bounded[(k + 2 * j) % 4];
+            add(16 + 2 * k + j, false, w, r, j == 1 ? 2.0f : 0.0f, right_seed++);
+          }
+          ++k;
         }
+    }
   return cases;
 }
 
@@ -469,13 +479,18 @@ TEST_P(Sm80Fp8KV, MatchesOracle) {
   const Fp8Case& c = GetParam();
   const std::vector<Request> rs = make_requests(c);
   const double sm_scale = sm_scale_for(c, rs);
-  const Expected want = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left);
-  if (c.window_left >= 0) {  // SPEC.md: a window test first shows the window matters
-    // By more than 0.1 of the output's scale (the tiny mix's outputs are ~1e-2 or less).
-    const Expected unwindowed = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, -1);
-    double scale = 0.0;
-    for (double x : want.out) scale = std::max(scale, std::fabs(x));
-    ASSERT_GT(max_abs_diff(want.out, unwindowed.out), 0.1 * scale) << "the window changes nothing here";
+  const Expected want = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left, c.window_right);
+  // SPEC.md: a window test first shows the window matters, each bound on its own, by more
+  // than 0.1 of the output's scale (the tiny mix's outputs are ~1e-2 or less).
+  double scale = 0.0;
+  for (double x : want.out) scale = std::max(scale, std::fabs(x));
+  if (c.window_left >= 0) {
+    const Expected wider = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, -1, c.window_right);
+    ASSERT_GT(max_abs_diff(want.out, wider.out), 0.1 * scale) << "window_left changes nothing here";
+  }
+  if (c.window_right >= 0) {
+    const Expected wider = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left, -1);
+    ASSERT_GT(max_abs_diff(want.out, wider.out), 0.1 * scale) << "window_right changes nothing here";
   }
   const KernelOutput got = run_sm80(c, rs, sm_scale, c.k_scale, c.v_scale);
   const Comparison cmp = check(c, got, want);
@@ -501,7 +516,7 @@ TEST(Sm80Fp8KVCoverage, DecodeSplitsTheLongRequest) {
   const double sm_scale = sm_scale_for(c, rs);
   const KernelOutput got = run_sm80(c, rs, sm_scale, c.k_scale, c.v_scale);
   EXPECT_GT(got.num_kv_splits, 1);
-  const Comparison cmp = check(c, got, oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left));
+  const Comparison cmp = check(c, got, oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left, c.window_right));
   EXPECT_TRUE(cmp.passed) << cmp.failure;
 }
 
@@ -518,7 +533,7 @@ TEST_P(Sm80Fp8KVWrongScale, Fails) {
   c.causal = true;
   const std::vector<Request> rs = make_requests(c);
   const double sm_scale = sm_scale_for(c, rs);
-  const Expected want = oracle(c, rs, sm_scale, 1.0, 1.0, c.window_left);
+  const Expected want = oracle(c, rs, sm_scale, 1.0, 1.0, c.window_left, c.window_right);
   const KernelOutput right = run_sm80(c, rs, sm_scale, 1.0f, 1.0f);
   EXPECT_TRUE(check(c, right, want).passed) << "the reference run itself must pass";
   const KernelOutput wrong = run_sm80(c, rs, sm_scale, wrong_v ? 1.0f : 0.37f, wrong_v ? 0.37f : 1.0f);
@@ -530,6 +545,136 @@ INSTANTIATE_TEST_SUITE_P(Entries, Sm80Fp8KVWrongScale,
                          ::testing::Combine(::testing::Values(Entry::kSingle, Entry::kRagged, Entry::kPaged,
                                                               Entry::kDecode),
                                             ::testing::Values(DType::kE4M3, DType::kE5M2), ::testing::Bool()));
+
+// --- NaN and Inf in the cache ---------------------------------------------------------
+
+// SPEC.md "Quantized KV": fp8 NaN and e5m2 Inf decode to NaN and Inf, and a row that sees such
+// a key gets what IEEE arithmetic gives in the oracle: NaN in K (or a +inf logit) -> the row's
+// output and LSE NaN; NaN in V -> those output elements NaN; a -inf logit weighs the key 0; a
+// soft cap makes an infinite logit +-cap. Rows that do not see it are exact.
+enum class Poison { kKNaN, kVNaN, kKInf };
+const char* poison_name(Poison p) { return p == Poison::kKNaN ? "k_nan" : p == Poison::kVNaN ? "v_nan" : "k_inf"; }
+
+// full: no mask, so the long request of the batch entries is split (the NaN goes through the
+// split-KV merge). band: window_left 31, non-causal: every row sees its request's last 32 keys,
+// and kv head 1 gets keys that no row sees: K right left of every row's window (in a tile the
+// rows visit, masked to -inf), V at key 0 (in a tile no row visits; a V value in a visited
+// tile meets zero probabilities, 0 x NaN, see SPEC.md).
+enum class PoisonMask { kFull, kBand };
+
+using PoisonParam = std::tuple<DType, DType, Poison, Entry, PoisonMask>;
+
+// The codes: e4m3 NaN is S.1111.111; e5m2 NaN S.11111.{01,10,11}, Inf S.11111.00.
+uint8_t poison_code(DType fmt, Poison p, int variant) {
+  if (p == Poison::kKInf) return variant % 2 ? 0xFC : 0x7C;  // -Inf, +Inf
+  if (fmt == DType::kE4M3) return variant % 2 ? 0xFF : 0x7F;
+  const uint8_t e5m2_nan[] = {0x7D, 0xFE, 0x7F};
+  return e5m2_nan[variant % 3];
+}
+
+class Sm80Fp8KVNonFinite : public ::testing::TestWithParam<PoisonParam> {};
+
+TEST_P(Sm80Fp8KVNonFinite, RowsThatSeeItAndOnlyThose) {
+  FB_SKIP_WITHOUT_CUDA();
+  const DType qd = std::get<0>(GetParam()), kvd = std::get<1>(GetParam());
+  const Poison poison = std::get<2>(GetParam());
+  const Entry entry = std::get<3>(GetParam());
+  const PoisonMask mask = std::get<4>(GetParam());
+  Fp8Case c;
+  c.q_dtype = qd;
+  c.kv_dtype = kvd;
+  c.entry = entry;
+  c.head_dim = entry == Entry::kRagged ? 64 : entry == Entry::kPaged ? 256 : 128;
+  c.window_left = mask == PoisonMask::kBand ? 31 : -1;
+  c.soft_cap = entry == Entry::kPaged ? 2.0f : 0.0f;  // an infinite logit capped to +-cap
+  c.k_scale = 0.37f;
+  c.seed = 7000 + static_cast<uint64_t>(poison) * 10 + static_cast<uint64_t>(entry);
+  std::vector<Request> rs = make_requests(c);
+  const double sm_scale = sm_scale_for(c, rs);  // from the finite values
+  const int D = c.head_dim, B = static_cast<int>(rs.size());
+  const bool in_k = poison != Poison::kVNaN;
+  int variant = 0;
+  auto put = [&](Request& r, int key, int kv_head) {
+    std::vector<uint8_t>& bytes = in_k ? r.k8 : r.v8;
+    const std::size_t row = (static_cast<std::size_t>(key) * kHk + kv_head) * D;
+    bytes[row + 5] = poison_code(kvd, poison, variant++);
+    if (!in_k) bytes[row + D - 1] = poison_code(kvd, poison, variant++);
+  };
+  for (int b = 0; b < B; ++b) {
+    Request& r = rs[b];
+    // Seen by every row of kv head 0 of the first and the last request.
+    if (b == 0) put(r, mask == PoisonMask::kBand ? r.kv_len - 5 : r.kv_len / 3, 0);
+    if (b == B - 1 && B > 1) put(r, r.kv_len - 1, 0);
+    // Seen by no row of kv head 1.
+    if (mask == PoisonMask::kBand) put(r, in_k ? r.kv_len - r.qo_len - 32 : 0, 1);
+  }
+
+  Expected want = oracle(c, rs, sm_scale, c.k_scale, c.v_scale, c.window_left, c.window_right);
+  KernelOutput got = run_sm80(c, rs, sm_scale, c.k_scale, c.v_scale);
+  if (entry == Entry::kDecode && mask == PoisonMask::kFull) EXPECT_GT(got.num_kv_splits, 1);
+
+  // Where the oracle is NaN the kernel must be NaN; those places then compare as 0 = 0, and
+  // everything else is held to q's tolerance.
+  int nan_rows = 0, nan_rows_kv_head1 = 0;
+  const int Hq = num_qo_heads(c);
+  std::string first_miss;
+  for (std::size_t row = 0; row < want.lse.size(); ++row) {
+    bool row_nan = false;
+    for (int d = 0; d < D; ++d) {
+      const std::size_t i = row * D + d;
+      if (!std::isnan(want.out[i])) continue;
+      row_nan = true;
+      if (!std::isnan(got.out[i]) && first_miss.empty())
+        first_miss = "out[token " + std::to_string(row / Hq) + ", head " + std::to_string(row % Hq) + ", d " +
+                     std::to_string(d) + "] = " + std::to_string(got.out[i]) + ", oracle NaN";
+      want.out[i] = got.out[i] = 0.0;
+    }
+    if (std::isnan(want.lse[row])) {
+      if (!std::isnan(got.lse[row]) && first_miss.empty())
+        first_miss = "lse[token " + std::to_string(row / Hq) + ", head " + std::to_string(row % Hq) +
+                     "] = " + std::to_string(got.lse[row]) + ", oracle NaN";
+      want.lse[row] = got.lse[row] = 0.0;
+    }
+    nan_rows += row_nan;
+    nan_rows_kv_head1 += row_nan && static_cast<int>(row % Hq) >= Hq / kHk;
+  }
+  EXPECT_TRUE(first_miss.empty()) << first_miss << " (splits " << got.num_kv_splits << ")";
+  // The poison is seen: K NaN and V NaN reach every row of kv head 0 of two requests (one for
+  // single); an Inf reaches those rows whose q gives it a +inf logit, unless capped.
+  if (poison != Poison::kKInf) EXPECT_GE(nan_rows, 1);
+  if (poison == Poison::kKInf && c.soft_cap == 0.0f) EXPECT_GE(nan_rows, 1);
+  EXPECT_EQ(nan_rows_kv_head1, 0) << "the oracle must see none of kv head 1's poison";
+  const Comparison cmp = check(c, got, want);
+  EXPECT_TRUE(cmp.passed) << cmp.failure << " (splits " << got.num_kv_splits << ", NaN rows " << nan_rows << ")";
+}
+
+// Both formats and q dtypes, K NaN and V NaN, e5m2 Inf in K (e4m3 has none), every entry
+// under the band mask and the batch entries under the full one (single has no workspace,
+// so no split). 40 cases.
+std::vector<PoisonParam> poison_cases() {
+  std::vector<PoisonParam> ps;
+  for (DType qd : {DType::kF16, DType::kBF16})
+    for (DType kvd : {DType::kE4M3, DType::kE5M2})
+      for (Poison p : {Poison::kKNaN, Poison::kVNaN, Poison::kKInf}) {
+        if (p == Poison::kKInf && kvd == DType::kE4M3) continue;
+        for (Entry e : {Entry::kSingle, Entry::kRagged, Entry::kPaged, Entry::kDecode})
+          for (PoisonMask m : {PoisonMask::kFull, PoisonMask::kBand})
+            if (e != Entry::kSingle || m == PoisonMask::kBand) ps.emplace_back(qd, kvd, p, e, m);
+      }
+  return ps;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, Sm80Fp8KVNonFinite, ::testing::ValuesIn(poison_cases()),
+    [](const ::testing::TestParamInfo<PoisonParam>& i) {
+      const PoisonParam& c = i.param;
+      std::string n = std::string(dtype_name(std::get<0>(c))) + "_" + dtype_name(std::get<1>(c)) + "_" +
+                      poison_name(std::get<2>(c)) + "_" + entry_name(std::get<3>(c)) +
+                      (std::get<4>(c) == PoisonMask::kBand ? "_band" : "_full");
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
 
 }  // namespace
 }  // namespace flashband::testing

@@ -2,6 +2,7 @@
 // rules, and merge_weights (SPEC.md "Merging partial states").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -68,6 +69,25 @@ TEST(SoftmaxState, EmptyStateIsZeroAndMinusInf) {
   EXPECT_TRUE(st.empty());
   EXPECT_EQ(st.lse(), kNegInf);
   EXPECT_EQ(0.0f * st.output_scale(), 0.0f);
+}
+
+// A NaN logit (NaN in K) or a +inf one (Inf in K) makes the row NaN, LSE included: an LSE of
+// -inf would read as an empty state, which a merge weighs 0, so split-KV would drop the key.
+TEST(SoftmaxState, NonFiniteLogitsGiveNaNNotEmpty) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf}) {
+    SoftmaxState st;
+    st.rescale_to(std::max(2.0f, bad));  // a kernel's fmax skips NaN; +inf becomes the max
+    st.add(st.weight(2.0f) + st.weight(bad));
+    EXPECT_FALSE(st.empty()) << bad;
+    EXPECT_TRUE(std::isnan(st.lse())) << bad;
+    EXPECT_TRUE(std::isnan(st.output_scale())) << bad;
+    // Merged with a healthy state, in either order, it stays NaN.
+    EXPECT_TRUE(std::isnan(merge_weights(st.lse(), 1.5f).lse)) << bad;
+    EXPECT_TRUE(std::isnan(merge_weights(1.5f, st.lse()).lse)) << bad;
+    EXPECT_NE(merge_weights(1.5f, st.lse()).w_b, 0.0f) << bad;
+    EXPECT_NE(merge_weights(st.lse(), 1.5f).w_a, 0.0f) << bad;
+  }
 }
 
 TEST(SoftmaxState, MaskedLogitsWeighZeroOnceStarted) {

@@ -70,21 +70,30 @@ double Args::real(const std::string& name, double fallback) {
   }
 }
 
-std::vector<int> Args::int_list(const std::string& name) {
-  std::vector<int> out;
+template <class T, class Parse>
+std::vector<T> Args::list(const std::string& name, const char* what, Parse parse) {
+  std::vector<T> out;
   const std::string s = str(name, "");
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
     try {
       size_t pos = 0;
-      out.push_back(std::stoi(item, &pos));
+      out.push_back(parse(item, &pos));
       if (pos != item.size()) throw 0;
     } catch (...) {
-      bad("--" + name + " expects a comma-separated list of integers, got '" + s + "'");
+      bad("--" + name + " expects a comma-separated list of " + what + ", got '" + s + "'");
     }
   }
   return out;
+}
+
+std::vector<int> Args::int_list(const std::string& name) {
+  return list<int>(name, "integers", [](const std::string& x, size_t* pos) { return std::stoi(x, pos); });
+}
+
+std::vector<float> Args::real_list(const std::string& name) {
+  return list<float>(name, "numbers", [](const std::string& x, size_t* pos) { return std::stof(x, pos); });
 }
 
 void Args::finish() const {

@@ -15,10 +15,13 @@ class Args {
   int integer(const std::string& name, int fallback);
   double real(const std::string& name, double fallback);
   std::vector<int> int_list(const std::string& name);  // "1,2,3"; empty when absent
+  std::vector<float> real_list(const std::string& name);  // "0.5,-2,7"; empty when absent
   // Throws on any flag that no accessor asked for, so a typo is never silently ignored.
   void finish() const;
 
  private:
+  template <class T, class Parse>
+  std::vector<T> list(const std::string& name, const char* what, Parse parse);
   std::map<std::string, std::string> values_;
   std::map<std::string, bool> used_;
 };

@@ -20,7 +20,7 @@ struct FlagName {
 constexpr FlagName kFlags[] = {
     {"num_qo_heads", "--heads"},        {"num_kv_heads", "--kv-heads"},   {"head_dim", "--head-dim"},
     {"window_left", "--window"},        {"window_right", "--window-right"}, {"logits_soft_cap", "--soft-cap"},
-    {"sm_scale", "--sm-scale"},
+    {"sm_scale", "--sm-scale"},         {"sinks", "--sinks"},
     {"page_size", "--page-size"},       {"kv_layout", "--layout"},         {"dtype", "--dtype"},
     {"q_data_type", "--dtype"},         {"kv_data_type", "--kv-dtype"},    {"kv_dtype", "--kv-dtype"},
     {"k_scale", "--k-scale"},           {"v_scale", "--v-scale"},
@@ -87,6 +87,10 @@ void check_case(const testing::Case& c) {
   }
   const bool paged = c.entry == testing::EntryPoint::kPaged || c.entry == testing::EntryPoint::kDecode;
   if (paged && c.page_size < 1) refuse(ErrorCode::kInvalidArgument, "page_size: got " + std::to_string(c.page_size) + ", allowed: >= 1");
+  if (!c.sinks.empty() && static_cast<int64_t>(c.sinks.size()) != c.num_qo_heads)
+    refuse(ErrorCode::kInvalidArgument, "sinks: got " + std::to_string(c.sinks.size()) +
+                                            " values, allowed: one per query head (num_qo_heads " +
+                                            std::to_string(c.num_qo_heads) + ")");
 
   const ProblemDesc d = testing::problem_of(c);  // what plan() asks the capability table
   if (c.backend == Backend::kAuto) {

@@ -144,6 +144,7 @@ int cmd_run(Args& a) {
   c.window_left = a.integer("window", -1);
   c.window_right = a.integer("window-right", -1);
   c.logits_soft_cap = float_flag(a, "soft-cap", "logits_soft_cap");
+  c.sinks = a.real_list("sinks");  // one per query head; flashband names a wrong count
   if (a.given("sm-scale")) c.sm_scale = float_flag(a, "sm-scale", "sm_scale");
   c.return_lse = !a.flag("no-lse");
   c.layout = parse_layout(a.str("layout", "NHD"));

@@ -156,9 +156,12 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
     for (int r = 0; r < rows; ++r) {
       const int x = g * rows + r;
       const core::SoftmaxState& st = sc.state[x];
+      // The sink joins the denominator once, after every key (SPEC.md "Attention sinks").
+      float out_scale = st.output_scale(), lse = st.lse();
+      core::fold_sink(core::sink_log2(p.sinks, h), out_scale, lse);
       store_row(p.dtype, p.o, (token0 + r) * p.o_stride_n + h * p.o_stride_h, D,
-                sc.acc.data() + static_cast<size_t>(x) * D, st.output_scale() * xf.v_scale);
-      if (p.lse != nullptr) p.lse[(token0 + r) * p.lse_stride_n + h * p.lse_stride_h] = st.lse();
+                sc.acc.data() + static_cast<size_t>(x) * D, out_scale * xf.v_scale);
+      if (p.lse != nullptr) p.lse[(token0 + r) * p.lse_stride_n + h * p.lse_stride_h] = lse;
     }
   }
 }

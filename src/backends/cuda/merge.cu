@@ -27,7 +27,9 @@ struct MergeArgs {
   int head_dim;
   int lanes_per_row;  // a power of two <= kMaxLanesPerRow
   MergeTarget out;
+  const float* sinks;  // [num_heads], natural log; folded in once after every state, or nullptr
 };
+
 
 template <class T, int kVec>
 struct Vec {
@@ -152,6 +154,14 @@ __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
         }
       }
     }
+    if (a.sinks) {  // the sink, once per row after all of its states (SPEC.md)
+      float keep = 1.0f;
+      core::fold_sink(core::sink_log2(a.sinks, h), keep, lse);
+#pragma unroll
+      for (int q = 0; q < kChunksPerLane; ++q)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[q][e] = keep != 0.0f ? keep * acc[q][e] : 0.0f;
+    }
     Tout* out = static_cast<Tout*>(a.out.v) + i * a.out.v_stride_n + h * a.out.v_stride_h + base;
 #pragma unroll
     for (int q = 0; q < kChunksPerLane; ++q) {
@@ -169,6 +179,8 @@ __global__ void merge_kernel(const __grid_constant__ MergeArgs a) {
           const StateSet& st = a.sets[set];
           lse = core::merge_weights(lse, st.s[i * st.s_stride_n + k * st.s_stride_s + h * st.s_stride_h]).lse;
         }
+      float keep = 1.0f;
+      core::fold_sink(core::sink_log2(a.sinks, h), keep, lse);
     }
     a.out.s[i * a.out.s_stride_n + h * a.out.s_stride_h] = lse;
   }
@@ -235,8 +247,9 @@ MergeTarget target(const TensorView& v_out, const TensorView& s_out) {
 }  // namespace
 
 void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int num_heads, int head_dim,
-                  const MergeTarget& out, void* stream) {
+                  const MergeTarget& out, void* stream, const float* sinks) {
   MergeArgs a{};
+  a.sinks = sinks;
   a.sets[0] = first;
   a.num_sets = 1;
   if (second) {
@@ -289,7 +302,8 @@ void merge_split_partials(const core::AttentionParams& p, const float* partial_o
   out.s = p.lse;
   out.s_stride_n = p.lse_stride_n;
   out.s_stride_h = p.lse_stride_h;
-  launch_merge(in, nullptr, p.total_qo_tokens, p.num_qo_heads, p.head_dim, out, p.stream);
+  // The splits' partial states carry no sink; the merge adds it once (SPEC.md).
+  launch_merge(in, nullptr, p.total_qo_tokens, p.num_qo_heads, p.head_dim, out, p.stream, p.sinks);
 }
 
 void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,

@@ -33,11 +33,14 @@ struct MergeTarget {
 // head). No state at all, or only empty ones, gives v = 0 and s = -inf. Supported dtype
 // pairs (input -> output): f32 -> f16/bf16/f32, f16 -> f16, bf16 -> bf16. Never
 // synchronises or allocates; throws Error(kCudaError) if the launch fails.
+// sinks: [num_heads] attention sinks (natural log) folded into every row once, after all of
+// its states (split-KV of a problem with sinks); nullptr for none (merge_state and friends).
 void launch_merge(const StateSet& first, const StateSet* second, int64_t n, int num_heads, int head_dim,
-                  const MergeTarget& out, void* stream);
+                  const MergeTarget& out, void* stream, const float* sinks = nullptr);
 
 // Split-KV: the partial states every GPU backend writes, o [tokens, num_splits, Hq, D] and
-// lse [tokens, num_splits, Hq] (float32, base 2, dense), folded into the problem's O and LSE.
+// lse [tokens, num_splits, Hq] (float32, base 2, dense), folded into the problem's O and LSE,
+// with p.sinks (if any) folded in once per row after the splits.
 void merge_split_partials(const core::AttentionParams& p, const float* partial_o, const float* partial_lse,
                           int num_splits);
 

@@ -28,6 +28,14 @@ __device__ __forceinline__ RowDest row_dest(const core::AttentionParams& p, cons
   return {token * p.o_stride_n + c.head * p.o_stride_h, token * p.lse_stride_n + c.head * p.lse_stride_h};
 }
 
+// Packed row `row`'s attention sink in base 2, or -inf: none given, a row past the request,
+// or a split-KV partial (the merge folds the sink in once, after the splits; SPEC.md).
+__device__ __forceinline__ float row_sink2(const core::AttentionParams& p, const core::FastDivmod& group,
+                                           const Request& r, int row, bool split) {
+  if (!p.sinks || split || row >= r.qo_len * r.group) return core::neg_inf();
+  return core::sink_log2(p.sinks, row_coord(r, group, row).head);
+}
+
 __device__ __forceinline__ float* partial_o(const core::AttentionParams& p) { return static_cast<float*>(p.scratch); }
 __device__ __forceinline__ float* partial_lse(const core::AttentionParams& p) {
   return static_cast<float*>(p.scratch) + p.total_qo_tokens * p.num_kv_splits * p.num_qo_heads * p.head_dim;
@@ -53,14 +61,17 @@ __device__ __forceinline__ void store_warp_rows(
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const core::SoftmaxState s = finish_row(st[b], h, scale2);
-      scale[b][h] = s.output_scale();
       const int row = r.row_begin + q_row0 + 16 * b + g + 8 * h;
+      // The sink joins the denominator after the KV loop (a runtime branch, no new kernels).
+      float lse = s.lse();
+      scale[b][h] = s.output_scale();
+      core::fold_sink(row_sink2(p, group, r, row, split), scale[b][h], lse);
       if (t != 0 || row >= rows_total) continue;
       const RowDest d = row_dest(p, group, r, row, split);
       if (split) {
-        partial_lse(p)[d.lse] = s.lse();
+        partial_lse(p)[d.lse] = lse;
       } else if (p.lse) {
-        p.lse[d.lse] = s.lse();
+        p.lse[d.lse] = lse;
       }
     }
   if (split) {
@@ -169,14 +180,16 @@ __device__ __forceinline__ void store_combined_rows(const float (&o)[WarpShape<C
     for (int n = 0; n < W::kOTiles; ++n)
       *reinterpret_cast<float2*>(dst + 8 * n) = make_float2(o[n][2 * h] * f, o[n][2 * h + 1] * f);
     if (warp_n == 0 && t == 0) {
-      row_scale[row] = all.output_scale();
       const int packed = r.row_begin + row;
+      float scale = all.output_scale(), lse = all.lse();
+      core::fold_sink(row_sink2(p, group, r, packed, split), scale, lse);
+      row_scale[row] = scale;
       if (packed < rows_total) {
         const RowDest d = row_dest(p, group, r, packed, split);
         if (split) {
-          partial_lse(p)[d.lse] = all.lse();
+          partial_lse(p)[d.lse] = lse;
         } else if (p.lse) {
-          p.lse[d.lse] = all.lse();
+          p.lse[d.lse] = lse;
         }
       }
     }

@@ -13,11 +13,11 @@
 //   Bytes {0, 2} (dim 2g) and {1, 3} (dim 2g+1) are two n8 tiles of O whose column g is an
 //   even or an odd dim; restore_o_layout moves O back to mma's column order once, after the
 //   loop, so the epilogue and split-KV partials are the 16-bit kernels' own.
-// The conversion moves exponent and mantissa bits into place, which yields the value times
-// 2^-(bias difference). For fp16 that factor is folded into k_scale and v_scale (exact
-// powers of two; e4m3 subnormals become fp16 subnormals, still exact); for bf16 it would
-// push products into float32's subnormal range, so each pair is multiplied back (HMUL2,
-// exact).
+// The conversion (fp8_bits.h) moves exponent and mantissa bits into place, which yields the
+// value times 2^-(bias difference), and writes NaN and Inf codes as NaN and Inf. For fp16 that
+// factor is folded into k_scale and v_scale (exact powers of two; e4m3 subnormals become fp16
+// subnormals, still exact; NaN and Inf times a scale stay so); for bf16 it would push products
+// into float32's subnormal range, so each pair is multiplied back (HMUL2, exact).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -25,6 +25,7 @@
 
 #include <type_traits>
 
+#include "backends/sm80/fp8_bits.h"
 #include "backends/sm80/ptx.h"
 #include "backends/sm80/smem_layout.h"
 #include "backends/sm80/warp_mma.h"
@@ -37,12 +38,10 @@ struct Fp8Format;
 template <>
 struct Fp8Format<__nv_fp8_e4m3> {
   static constexpr DType kDType = DType::kE4M3;
-  static constexpr int kExpBits = 4, kBias = 7;
 };
 template <>
 struct Fp8Format<__nv_fp8_e5m2> {
   static constexpr DType kDType = DType::kE5M2;
-  static constexpr int kExpBits = 5, kBias = 15;
 };
 
 template <class KV>
@@ -53,46 +52,26 @@ template <>
 inline constexpr bool kIsFp8<__nv_fp8_e5m2> = true;
 
 template <class T>
-struct HalfFormat;
-template <>
-struct HalfFormat<__half> {
-  static constexpr int kExpBits = 5, kBias = 15;
-};
-template <>
-struct HalfFormat<__nv_bfloat16> {
-  static constexpr int kExpBits = 8, kBias = 127;
-};
+constexpr DType kHalfDType = std::is_same_v<T, __half> ? DType::kF16 : DType::kBF16;
 
-constexpr float pow2(int e) { return e == 0 ? 1.0f : 2.0f * pow2(e - 1); }
-
-// fp8 (KV) -> T, four at a time.
+// fp8 (KV) -> T, four at a time: fp8_bits.h places the bits (NaN and Inf included), bf16
+// multiplies the power of two back.
 template <class T, class KV>
-struct Fp8Convert {
-  static constexpr int kShift = HalfFormat<T>::kExpBits - Fp8Format<KV>::kExpBits;
-  static constexpr int kBiasGap = HalfFormat<T>::kBias - Fp8Format<KV>::kBias;  // the bits give value * 2^-gap
-  static constexpr bool kFoldIntoScales = std::is_same_v<T, __half>;
-  // What the kernel multiplies k_scale and v_scale by: 2^gap where the loop leaves it out.
-  static constexpr float kScaleFold = kFoldIntoScales ? pow2(kBiasGap) : 1.0f;
-
-  // r: two fp8 values in the high bytes of its 16-bit halves -> two T (times 2^-gap).
-  __device__ __forceinline__ static uint32_t place(uint32_t r) {
-    constexpr uint32_t kSign = 0x80008000u;
-    constexpr uint32_t kMagnitude = (0x7F00u >> kShift) * 0x10001u;
-    return (r & kSign) | ((r >> kShift) & kMagnitude);
-  }
+struct Fp8Convert : Fp8Bits<kHalfDType<T>, Fp8Format<KV>::kDType> {
+  using Bits = Fp8Bits<kHalfDType<T>, Fp8Format<KV>::kDType>;
   __device__ __forceinline__ static uint32_t unfold(uint32_t h) {
-    if constexpr (kFoldIntoScales) {
+    if constexpr (Bits::kFoldIntoScales) {
       return h;
     } else {
       __nv_bfloat162 x = *reinterpret_cast<const __nv_bfloat162*>(&h);
-      x = __hmul2(x, __float2bfloat162_rn(pow2(kBiasGap)));
+      x = __hmul2(x, __float2bfloat162_rn(Bits::kUnfold));
       return *reinterpret_cast<const uint32_t*>(&x);
     }
   }
   // x = bytes b0 b1 b2 b3 -> even = (b0, b2), odd = (b1, b3) as T pairs (low half first).
   __device__ __forceinline__ static void split(uint32_t x, uint32_t& even, uint32_t& odd) {
-    even = unfold(place(x << 8));
-    odd = unfold(place(x));
+    even = unfold(Bits::place(x << 8));
+    odd = unfold(Bits::place(x));
   }
 };
 

@@ -68,9 +68,13 @@ __device__ __forceinline__ void store_rows(const KernelParams& p, const Unit& t,
     constexpr int kBlocks = decltype(cute::size<1>(o))::value / 2;  // 8-column blocks
     static_assert(kBlocks % 4 == 0);
     const int q = threadIdx.x % 4;
+    // The unit's one query head has one sink, joined to each row after the KV loop (a runtime
+    // branch, no new kernels; SPEC.md "Attention sinks").
+    const float sink2 = core::sink_log2(p.sinks, t.head);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const auto& f = fin[r];
+      RowFinal f = fin[r];
+      core::fold_sink(sink2, f.scale, f.lse);
       const int row = tile_row0 + cute::get<0>(c(r, 0));
       const bool live = row < it.qo_len;
       const int64_t token = static_cast<int64_t>(it.qo_start) + row;

@@ -79,6 +79,7 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   p.lse = a.lse;
   p.lse_stride_n = a.lse_stride_n;
   p.lse_stride_h = a.lse_stride_h;
+  p.sinks = a.sinks;
 
   p.k = a.k;
   p.v = a.v;

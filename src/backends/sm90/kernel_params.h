@@ -23,6 +23,9 @@ struct KernelParams {
   int64_t o_stride_n = 0, o_stride_h = 0;  // multiples of 8 elements, o 16-byte aligned
   float* lse = nullptr;  // [tokens, Hq] base 2, or nullptr
   int64_t lse_stride_n = 0, lse_stride_h = 0;
+  // [Hq] attention sinks (natural log), folded into each finished row once (epilogue.h; a
+  // split-KV item's partial leaves it to the merge), or nullptr.
+  const float* sinks = nullptr;
 
   // Paged K/V (cp.async gathers): token t of a request is slot t % page_size of page
   // page_indices[item.kv_start + t / page_size].
