@@ -7,14 +7,11 @@
 #include <string>
 
 #include "core/float_convert.h"
+#include "fp8_values.h"
 
 namespace flashband::testing {
 
 namespace {
-
-double fp8_value(DType dtype, uint8_t code) {
-  return dtype == DType::kE4M3 ? core::e4m3_bits_to_float(code) : core::e5m2_bits_to_float(code);
-}
 
 // The fp8 code nearest to x, ties to the even code (an even mantissa): both formats'
 // codes 0..max_code are their non-negative finite values in increasing order, so a binary

@@ -1,4 +1,5 @@
-// fp8 decoding (core/float_convert.h) against the formats' definitions, every bit pattern;
+// fp8 decoding (core/float_convert.h) against the formats' definitions (tests/common/
+// fp8_values.h, the tests' one fp8 decoder), every bit pattern;
 // and the tests' own fp8 rounding (tests/common/dtype_values.h), which builds the grids'
 // inputs: nearest value, ties to the even code, the largest values and subnormals.
 #include <gtest/gtest.h>
@@ -9,16 +10,10 @@
 
 #include "core/float_convert.h"
 #include "dtype_values.h"
+#include "fp8_values.h"
 
 namespace flashband {
 namespace {
-
-// (-1)^s * 2^(e - bias) * (1 + m / 2^mbits), subnormal 2^(1 - bias) * m / 2^mbits.
-double minifloat_value(uint8_t b, int ebits, int mbits, int bias) {
-  const int sign = b >> 7, exp = (b >> mbits) & ((1 << ebits) - 1), mant = b & ((1 << mbits) - 1);
-  const double mag = exp == 0 ? std::ldexp(mant, 1 - bias - mbits) : std::ldexp((1 << mbits) + mant, exp - bias - mbits);
-  return sign ? -mag : mag;
-}
 
 TEST(Fp8Convert, E4M3EveryPattern) {
   for (int b = 0; b < 256; ++b) {
@@ -27,7 +22,7 @@ TEST(Fp8Convert, E4M3EveryPattern) {
       EXPECT_TRUE(std::isnan(got)) << b;
       continue;
     }
-    EXPECT_EQ(static_cast<double>(got), minifloat_value(static_cast<uint8_t>(b), 4, 3, 7)) << b;
+    EXPECT_EQ(static_cast<double>(got), testing::fp8_value(DType::kE4M3, static_cast<uint8_t>(b))) << b;
     EXPECT_EQ(std::signbit(got), (b & 0x80) != 0) << b;
   }
   EXPECT_EQ(core::e4m3_bits_to_float(0x7e), 448.0f);
@@ -43,7 +38,7 @@ TEST(Fp8Convert, E5M2EveryPattern) {
       else EXPECT_EQ(got, (b & 0x80) ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
       continue;
     }
-    EXPECT_EQ(static_cast<double>(got), minifloat_value(static_cast<uint8_t>(b), 5, 2, 15)) << b;
+    EXPECT_EQ(static_cast<double>(got), testing::fp8_value(DType::kE5M2, static_cast<uint8_t>(b))) << b;
     EXPECT_EQ(std::signbit(got), (b & 0x80) != 0) << b;
   }
   EXPECT_EQ(core::e5m2_bits_to_float(0x7b), 57344.0f);
