@@ -39,9 +39,11 @@ def _cache(rng, kv, scale, n):
     return x.astype(_fp8(kv))
 
 
-def _reference(q, k8, v8, ks, vs, causal=False):
+def _reference(q, k8, v8, ks, vs, causal=False, sinks=None):
+    """The sink (if any) sits beside the scaled logits and adds no value, so v_scale leaves
+    it alone: the oracle on the dequantized cache is the whole rule."""
     o, lse = attention_np(q.astype(np.float64), k8.astype(np.float64) * ks, v8.astype(np.float64) * vs,
-                          causal=causal)
+                          causal=causal, sinks=sinks)
     return o, lse
 
 
@@ -79,6 +81,14 @@ def test_single_prefill(kv, as_array):
     assert_out(out, ref_o, "float16")
     assert_lse(lse, ref_lse, "float16")
     assert f"+kv_{kv[7:11]}" in flashband.last_run_info().variant
+    # With sinks as well (flashband's extension): both apply.
+    sinks = np.array([-30.0, 0.5, 4.0, 2.5], np.float32)
+    out_s = flashband.single_prefill_with_kv_cache(q, k, v, causal=True, k_scale=_scale(0.37, as_array),
+                                                   v_scale=_scale(3.1, as_array), sinks=sinks)
+    ref_s, _ = _reference(q, k, v, 0.37, 3.1, causal=True, sinks=sinks)
+    assert_out(out_s, ref_s, "float16")
+    with pytest.raises(AssertionError):
+        assert_out(out_s, ref_o, "float16")
     # A scale that is not applied fails: the output with v_scale 1 is not the reference.
     plain = flashband.single_prefill_with_kv_cache(q, k, v, causal=True, k_scale=0.37)
     with pytest.raises(AssertionError):
@@ -88,7 +98,8 @@ def test_single_prefill(kv, as_array):
 @pytest.mark.parametrize("kv", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("entry", ["decode", "paged", "ragged"])
 @pytest.mark.parametrize("as_array", [False, True], ids=["float", "array"])
-def test_batch_wrappers(kv, entry, as_array):
+@pytest.mark.parametrize("with_sinks", [False, True], ids=["", "sinks"])
+def test_batch_wrappers(kv, entry, as_array, with_sinks):
     rng = np.random.default_rng(2)
     ws = np.zeros(8 << 20, np.uint8)
     ks, vs = 0.37, 3.1
@@ -98,6 +109,9 @@ def test_batch_wrappers(kv, entry, as_array):
     q = rng.standard_normal((sum(qo), HQ, D)).astype(np.float16)
     qo_indptr = np.concatenate([[0], np.cumsum(qo)]).astype(np.int32)
     scales = dict(k_scale=_scale(ks, as_array), v_scale=_scale(vs, as_array))
+    sinks = np.array([-30.0, 0.5, 4.0, 2.5], np.float32) if with_sinks else None
+    if with_sinks:
+        scales["sinks"] = sinks
     if entry == "ragged":
         w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws)
         kv_indptr = np.concatenate([[0], np.cumsum(KV_LENS)]).astype(np.int32)
@@ -116,8 +130,13 @@ def test_batch_wrappers(kv, entry, as_array):
         out = w.run(q, cache, **scales)
     for b in range(len(KV_LENS)):
         rows = slice(qo_indptr[b], qo_indptr[b + 1])
-        ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=entry != "decode")
+        ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=entry != "decode", sinks=sinks)
         assert_out(out[rows], ref, "float16", what=f"request {b}")
+        if with_sinks:  # neither the sinks nor the scales may be dropped
+            for k_s, v_s, s in ((ks, vs, None), (1.0, vs, sinks), (ks, 1.0, sinks)):
+                other, _ = _reference(q[rows], k_tok[b], v_tok[b], k_s, v_s, causal=entry != "decode", sinks=s)
+                with pytest.raises(AssertionError):
+                    assert_out(out[rows], other, "float16")
     assert f"+kv_{kv[7:11]}" in w.last_run_info.variant
 
 
@@ -335,3 +354,4 @@ def test_paged_forward_takes_the_fp8_scales():
         rows = slice(qo_indptr[b], qo_indptr[b + 1])
         ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=True)
         assert_out(out[rows], ref, "float16", what=f"request {b}")
+

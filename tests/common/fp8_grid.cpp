@@ -93,12 +93,9 @@ Case fp8_scaled_case(EntryPoint e, DType kv, bool tensors) {
   return c;
 }
 
-ScaleJudgement judge_with_scales(const Case& c, float k_judged, float v_judged) {
+ScaleJudgement judge_as(const Case& c, const Case& judged) {
   const std::vector<RequestData> data = make_case_data(c);
   const ApiOutputs api = run_api(c, data);
-  Case judged = c;
-  judged.k_scale = k_judged;
-  judged.v_scale = v_judged;
   auto passes = [&](const Case& ref_case, std::string* failure) {
     const Reference ref = make_reference(ref_case, data, Window{c.window_left, c.window_right});
     const Comparison cmp = compare_attention(tolerance_for(c.dtype), c.num_qo_heads, c.head_dim, api.out, ref.out,
@@ -110,6 +107,13 @@ ScaleJudgement judge_with_scales(const Case& c, float k_judged, float v_judged) 
   j.passes_own = passes(c, &j.own_failure);
   j.passes_judged = passes(judged, nullptr);
   return j;
+}
+
+ScaleJudgement judge_with_scales(const Case& c, float k_judged, float v_judged) {
+  Case judged = c;
+  judged.k_scale = k_judged;
+  judged.v_scale = v_judged;
+  return judge_as(c, judged);
 }
 
 }  // namespace flashband::testing

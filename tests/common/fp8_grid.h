@@ -26,5 +26,7 @@ struct ScaleJudgement {
   std::string own_failure;
 };
 ScaleJudgement judge_with_scales(const Case& c, float k_judged, float v_judged);
+// As judge_with_scales, the second reference made from `judged` (c with any input changed).
+ScaleJudgement judge_as(const Case& c, const Case& judged);
 
 }  // namespace flashband::testing
