@@ -355,3 +355,26 @@ def test_paged_forward_takes_the_fp8_scales():
         ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=True)
         assert_out(out[rows], ref, "float16", what=f"request {b}")
 
+
+@pytest.mark.parametrize("kv", ["float8_e4m3fn", "float8_e5m2"])
+def test_attention_sink_wrapper_with_an_fp8_cache(kv):
+    """FlashInfer's sink wrapper over an fp8 cache: run(q, cache, sink, k_scale=, v_scale=)."""
+    rng = np.random.default_rng(5)
+    ks, vs = 0.37, 3.1
+    k_tok = [_cache(rng, kv, ks, n) for n in KV_LENS]
+    v_tok = [_cache(rng, kv, vs, n) for n in KV_LENS]
+    qo = [3, 1, 6]
+    q = rng.standard_normal((sum(qo), HQ, D)).astype(np.float16)
+    qo_indptr = np.concatenate([[0], np.cumsum(qo)]).astype(np.int32)
+    indptr, indices, last = _pages(KV_LENS)
+    cache = (_paged(k_tok, indptr, indices, KV_LENS, np.nan), _paged(v_tok, indptr, indices, KV_LENS, np.nan))
+    sinks = np.array([-30.0, 0.5, 4.0, 2.5], np.float32)
+    w = flashband.BatchAttentionWithAttentionSinkWrapper(np.zeros(8 << 20, np.uint8), q_data_type="float16",
+                                                        kv_data_type=kv, head_dim_qk=D, head_dim_vo=D)
+    w.plan(qo_indptr, indptr, indices, last, HQ, HK, D, PAGE, causal=True, q_data_type="float16",
+           kv_data_type=kv)
+    out = w.run(q, cache, sinks, k_scale=ks, v_scale=vs)
+    for b in range(len(KV_LENS)):
+        rows = slice(qo_indptr[b], qo_indptr[b + 1])
+        ref, _ = _reference(q[rows], k_tok[b], v_tok[b], ks, vs, causal=True, sinks=sinks)
+        assert_out(out[rows], ref, "float16", what=f"request {b}")
