@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,12 +55,25 @@ std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_
 std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim,
                              Device device, int64_t max_page_indices = 0, int64_t max_request_pages = -1);
 
+// Dequantization scales of an fp8 K/V cache for one run (SPEC.md "Quantized KV (fp8)"):
+// s = sm_scale * k_scale * (q . k8), o = v_scale * (P . v8). A tensor (one float32 element
+// on the backend's device, read when the kernel runs, so a CUDA graph replays with its value
+// then) wins over the float. Scales other than 1.0 need an fp8 K/V dtype.
+struct KVScales {
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
+  const TensorView* k_scale_tensor = nullptr;
+  const TensorView* v_scale_tensor = nullptr;
+};
+
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
-// lse [qo_len, Hq] float32 when opts.return_lse, else nullptr; sinks [Hq] float32 (attention
-// sinks, SPEC.md) iff opts.sinks, else nullptr.
+// lse [qo_len, Hq] float32 when opts.return_lse, else nullptr. k and v may be fp8 (their
+// dtype is the call's K/V dtype), with `scales`; sinks [Hq] float32 (attention sinks, SPEC.md)
+// iff opts.sinks, else nullptr.
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
                        const TensorView& out, const TensorView* lse, const Options& opts,
-                       const Workspace& workspace = {}, const TensorView* sinks = nullptr);
+                       const Workspace& workspace = {}, const KVScales& scales = {},
+                       const TensorView* sinks = nullptr);
 
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
@@ -72,9 +86,12 @@ struct BatchShape {
   int num_qo_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  DType dtype = DType::kBF16;
+  DType dtype = DType::kBF16;  // q's (FlashInfer's q_data_type)
   Device device = Device::kCPU;
   int device_id = 0;
+  // K/V storage (FlashInfer's kv_data_type): unset is q's dtype; kE4M3 / kE5M2 with fp16 or
+  // bf16 q is an fp8 cache, dequantized with run()'s KVScales. Every run's K/V must have it.
+  std::optional<DType> kv_dtype;
 };
 
 // Workspaces (all three batch classes): a GPU plan keeps its index arrays and work list in the
@@ -111,6 +128,12 @@ class BatchPrefillRagged {
               const TensorView& out, const TensorView* lse) const;
   RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
               const TensorView& out, const TensorView* lse, void* stream,
+              const TensorView* sinks = nullptr) const;
+  // With fp8 dequantization scales (KVScales), on the plan's stream or on `stream`, with sinks.
+  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
+              const TensorView& out, const TensorView* lse, const KVScales& scales) const;
+  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
+              const TensorView& out, const TensorView* lse, const KVScales& scales, void* stream,
               const TensorView* sinks = nullptr) const;
 
  private:
@@ -155,6 +178,11 @@ class BatchPrefillPaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, void* stream,
               const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, const KVScales& scales, void* stream,
+              const TensorView* sinks = nullptr) const;
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.
@@ -179,6 +207,11 @@ class BatchDecodePaged {
   RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
               const TensorView* lse, void* stream,
               const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+              const TensorView* lse, const KVScales& scales, void* stream,
+              const TensorView* sinks = nullptr) const;
 
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.

@@ -1,6 +1,7 @@
 // Support queries, answered by the same capability table and selection function that every
 // run uses (src/dispatch/), so "supported?" and "what runs" cannot disagree.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ const char* op_name(Op op);
 // Everything about a problem that decides which backend and kernel can run it.
 struct ProblemDesc {
   Op op = Op::kSinglePrefill;
-  DType dtype = DType::kBF16;
+  DType dtype = DType::kBF16;  // q's
+  std::optional<DType> kv_dtype;  // K/V storage; unset: q's (fp8: kE4M3, kE5M2)
   Device device = Device::kCPU;
   int device_id = 0;
   int head_dim = 128;

@@ -11,5 +11,7 @@ namespace flashband {
 // equivalent. A DLTensor without strides is row-major contiguous.
 TensorView from_dlpack(const DLTensor& t, const char* what = "tensor");
 DLTensor to_dlpack(const TensorView& t);
+// The DLPack dtype of a flashband dtype (fp8: DLPack 1.1's codes, as torch exports them).
+DLDataType to_dlpack_dtype(DType dtype);
 
 }  // namespace flashband

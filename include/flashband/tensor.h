@@ -13,6 +13,7 @@ enum class DType { kF16, kBF16, kF32, kI32, kE4M3, kE5M2 };
 enum class Device { kCPU, kCUDA };
 
 const char* dtype_name(DType dtype);
+inline bool is_fp8(DType dtype) { return dtype == DType::kE4M3 || dtype == DType::kE5M2; }
 std::size_t dtype_size(DType dtype);
 
 struct TensorView {

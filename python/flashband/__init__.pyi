@@ -11,11 +11,14 @@ from .errors import (CudaError as CudaError, FlashbandError as FlashbandError,
 
 # Any DLPack array (torch.Tensor, numpy.ndarray, cupy.ndarray, ...); never copied.
 Array: TypeAlias = Any
-# A dtype as "float16" / "bfloat16" / "float32", a torch dtype or a NumPy dtype.
+# A dtype as "float16" / "bfloat16" / "float32", a torch dtype or a NumPy dtype; a K/V dtype
+# (kv_data_type) may also be "float8_e4m3fn" / "float8_e5m2" (torch's, or ml_dtypes').
 DTypeLike: TypeAlias = Any
 # (k_cache, v_cache), or one stacked [num_pages, 2, ...] array.
 PagedKVCache: TypeAlias = Union[Tuple[Array, Array], Array]
-# An fp8 dequantisation scale: None or 1.0 (a number or a one-element array) only.
+# An fp8 cache's dequantisation scale (k_scale, v_scale): a number, or a one-element float32
+# array on the run's device read when the kernel runs; with a 16-bit cache None or 1.0 only.
+# q_scale / o_scale / scale_q / scale_k / scale_v (fp8 attention): None or 1.0 only.
 Scale: TypeAlias = Union[None, float, Array]
 
 __version__: str
@@ -309,7 +312,8 @@ def supports(op: str = "single_prefill", *, backend: str = "auto",
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
-             window_right: int = -1, sinks: bool = False) -> _C.SupportAnswer: ...
+             window_right: int = -1,
+             kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> _C.SupportAnswer: ...
 def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
                    num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
@@ -317,7 +321,7 @@ def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False, window_right: int = -1,
-                   sinks: bool = False) -> str: ...
+                   kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> str: ...
 def built_backends() -> Tuple[str, ...]: ...
 def build_info() -> Dict[str, Any]: ...
 def support_matrix() -> str: ...

@@ -23,6 +23,7 @@ INT32_MIN = -(2**31)
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")
+KV_DTYPES = FLOAT_DTYPES + fw.FP8_DTYPES  # K and V: q's dtype, or an fp8 cache (issue 65)
 
 
 def _shown(value: Any) -> str:
@@ -55,6 +56,17 @@ def array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "",
     if writable:
         writable_array(x, name)
     return x
+
+
+def kv_array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "") -> Any:
+    """A K or V array: as array(), with the fp8 dtypes too, and for a NumPy caller the word
+    on how to hold fp8 there."""
+    try:
+        return array(x, name, ndim, layout, KV_DTYPES)
+    except InvalidArgumentError as e:
+        if fw.kind(x) != "numpy" or "dtype" not in str(e):
+            raise
+        raise InvalidArgumentError(str(e) + fw.fp8_numpy_note()) from None
 
 
 def dtype_name(x: Any) -> str:

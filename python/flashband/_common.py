@@ -8,6 +8,8 @@ import math
 import threading
 from typing import Any, Optional
 
+import numpy as np
+
 from . import _C
 from . import _args
 from . import _frameworks as fw
@@ -67,6 +69,26 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
 
 
 _ALLOWED = {name: v if isinstance(v, tuple) else (v,) for name, v in _NEUTRAL.items()}
+
+
+def kv_scales(k_scale: Any, v_scale: Any, fp8: bool) -> dict:
+    """run()'s k_scale / v_scale as the native run takes them. With an fp8 cache (FlashInfer's
+    meaning, SPEC.md): a number (None: 1.0), or a one-element float32 array on the run's
+    device, which the kernel reads when it runs, so a captured CUDA graph replays with the
+    value it holds then. With a 16-bit cache: None or 1.0 only, as the kernels would ignore
+    any other (scales dequantize an fp8 cache: plan with kv_data_type)."""
+    if not fp8:
+        refuse_unsupported(k_scale=k_scale, v_scale=v_scale)
+        return {}
+    native = {}
+    for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if scale is None:
+            continue
+        if _args.is_array(scale) and not isinstance(scale, np.generic):
+            native[name + "_tensor"] = fw.native(scale)
+        else:
+            native[name] = _args.real(scale, name)
+    return native
 
 
 def refuse_unsupported(**given: Any) -> None:

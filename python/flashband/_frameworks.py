@@ -22,6 +22,11 @@ _DTYPE_ALIASES = {
     "float32": "float32", "fp32": "float32", "float": "float32", "f32": "float32",
 }
 
+# fp8 K/V storage (issue 65): read by flashband with per-tensor scales, never written.
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+_FP8_ALIASES = {"float8_e4m3fn": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+                "float8_e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2"}
+
 
 def kind(x: Any) -> str:
     """'torch', 'numpy', 'cupy' or 'other' (any other DLPack producer)."""
@@ -65,8 +70,9 @@ def dtype_name(x: Any) -> str:
     return np.dtype(x.dtype).name
 
 
-def canonical_dtype(spec: Any, what: str) -> str:
-    """A dtype given as a string, a torch dtype or a NumPy dtype -> 'float16' etc."""
+def canonical_dtype(spec: Any, what: str, fp8: bool = False) -> str:
+    """A dtype given as a string, a torch dtype or a NumPy dtype -> 'float16' etc.; with
+    fp8 (K/V dtypes), also 'float8_e4m3fn' and 'float8_e5m2' (torch's, or ml_dtypes')."""
     if isinstance(spec, str):
         name = spec.removeprefix("torch.")
     elif type(spec).__module__.startswith("torch"):
@@ -76,10 +82,37 @@ def canonical_dtype(spec: Any, what: str) -> str:
             name = np.dtype(spec).name
         except TypeError:
             raise InvalidArgumentError(f"{what}: {spec!r} is not a dtype") from None
+    if fp8 and name in _FP8_ALIASES:
+        return _FP8_ALIASES[name]
     if name not in _DTYPE_ALIASES:
-        raise InvalidArgumentError(
-            f"{what}: {name} is not one of float16, bfloat16, float32")
+        note = (" (fp8 q is the fp8-attention path, which is not built; an fp8 KV cache takes kv_data_type)"
+                if name in _FP8_ALIASES else "")
+        allowed = "float16, bfloat16, float32" + (", float8_e4m3fn, float8_e5m2" if fp8 else "")
+        raise InvalidArgumentError(f"{what}: {name} is not one of {allowed}{note}")
     return _DTYPE_ALIASES[name]
+
+
+def kv_native(x: Any) -> Tuple[Any, "str | None"]:
+    """K or V for the native module, and the name of its fp8 format (None for 16/32-bit
+    arrays): an fp8 array goes as its uint8 bytes, a view, since NumPy (ml_dtypes) cannot
+    export fp8 through DLPack and not every torch can."""
+    name = dtype_name(x) if hasattr(x, "dtype") else ""
+    if name not in FP8_DTYPES:
+        return native(x), None
+    if kind(x) == "torch":
+        return native(x.view(_torch().uint8)), name
+    return x.view(np.uint8), name
+
+
+def fp8_numpy_note() -> str:
+    """What a NumPy caller needs for an fp8 cache: ml_dtypes, whose float8 dtypes flashband
+    reads without a copy."""
+    try:
+        import ml_dtypes  # noqa: F401  (optional: only NumPy callers with fp8 caches need it)
+    except ImportError:
+        return ("; an fp8 cache in NumPy needs ml_dtypes (pip install ml_dtypes), whose "
+                "float8_e4m3fn / float8_e5m2 arrays flashband reads")
+    return "; an fp8 cache in NumPy is an ml_dtypes.float8_e4m3fn or float8_e5m2 array"
 
 
 def device_of(x: Any) -> Tuple[str, int]:

@@ -95,6 +95,7 @@ class BatchWrapperBase:
         self._options_key: Any = None    # _options(): the inputs of the Options kept
         self._options_kept: Any = None
         self._plan_sizes: Tuple[int, ...] = ()
+        self._kv_data_type: Optional[str] = None  # the plan's fp8 K/V format, if any
         self._semantics: dict = {}
         self._planned_lse = False
         self._planned_sinks = False  # the plan expects run()'s sinks (Options::sinks)
@@ -271,23 +272,26 @@ class BatchWrapperBase:
         self._native = self._native_class()
         self._plan_args = None
         self._plan_info = None
+        self._kv_data_type = None
 
     def _plan_dtype(self, q_data_type: Any, kv_data_type: Any, head_dim_qk: int,
-                    head_dim_vo: Optional[int], o_data_type: Any = None) -> str:
+                    head_dim_vo: Optional[int], o_data_type: Any = None) -> Tuple[str, Optional[str]]:
+        """q's dtype, and the K/V dtype when it is an fp8 cache (None: q's)."""
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise UnsupportedError(
                 f"head_dim_vo: {head_dim_vo} differs from head_dim_qk {head_dim_qk}; "
                 "flashband needs equal head dims")
         dtype = fw.canonical_dtype(q_data_type, "q_data_type")
-        if kv_data_type is not None and fw.canonical_dtype(kv_data_type, "kv_data_type") != dtype:
+        kv = None if kv_data_type is None else fw.canonical_dtype(kv_data_type, "kv_data_type", fp8=True)
+        if kv is not None and kv != dtype and kv not in fw.FP8_DTYPES:
             raise UnsupportedError(
                 f"kv_data_type: {kv_data_type} differs from q_data_type {dtype}; "
-                "flashband needs one dtype for q, k and v")
+                "flashband reads K/V in q's dtype or as an fp8 cache (float8_e4m3fn, float8_e5m2)")
         if o_data_type is not None and fw.canonical_dtype(o_data_type, "o_data_type") != dtype:
             raise UnsupportedError(
                 f"o_data_type: {o_data_type} differs from q_data_type {dtype}; "
                 "flashband writes outputs in q's dtype")
-        return dtype
+        return dtype, (kv if kv in fw.FP8_DTYPES else None)
 
     def _check_run_window(self, window_left: Optional[int]) -> None:
         """run(window_left=) (FlashInfer's): None or the plan's value; the window is planned."""
@@ -299,16 +303,17 @@ class BatchWrapperBase:
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
                  sizes: Tuple[int, ...], arrays: Optional[dict] = None,
-                 device_indices: Any = None) -> None:
+                 device_indices: Any = None, kv_data_type: Optional[str] = None) -> None:
         """arrays: the plan's host index arrays by the name of the buffer they go to;
         device_indices: the device array the runs read page indices from (None: the plan
-        copies them)."""
+        copies them); kv_data_type: an fp8 cache's format (None: K/V in q's dtype)."""
         arrays = {name: a for name, a in (arrays or {}).items() if a is not None}
         self._check_index_buffers(arrays, sizes[0])
         previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes,
-                    self._device_indices)
+                    self._device_indices, self._kv_data_type)
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
         self._plan_sizes, self._device_indices = sizes, device_indices
+        self._kv_data_type = kv_data_type
         try:
             try:
                 self._plan_now(return_lse)
@@ -323,7 +328,7 @@ class BatchWrapperBase:
         except Exception as e:  # also an allocation that failed before the native plan
             if not _installed_anyway(e):  # the native object kept its previous plan
                 (self._plan_args, self._semantics, self._num_qo_heads,
-                 self._plan_sizes, self._device_indices) = previous
+                 self._plan_sizes, self._device_indices, self._kv_data_type) = previous
             else:
                 self._fill_index_buffers(arrays)
             raise
@@ -411,7 +416,10 @@ class BatchWrapperBase:
         different value or type is judged anew, and an unhashable one is never kept."""
         stream = 0 if self._host_workspace else fw.current_stream(self._workspace)
         try:
-            key = (return_lse, sinks, stream, tuple((k, type(v), v) for k, v in self._semantics.items()))
+            # Every plan input goes in the key, the K/V dtype and sinks too: a plan never gets
+            # Options judged for another plan's inputs.
+            key = (return_lse, sinks, stream, self._kv_data_type,
+                   tuple((k, type(v), v) for k, v in self._semantics.items()))
             hash(key)
             if key == self._options_key:
                 return self._options_kept
@@ -429,7 +437,10 @@ class BatchWrapperBase:
         sinks = self._planned_sinks if sinks is None else sinks
         opts = self._options(return_lse, sinks)
         plan_workspace = self._plan_workspace()
+        # Keywords only where they say something: device page indices, an fp8 K/V format.
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
+        if self._kv_data_type is not None:
+            device["kv_dtype"] = self._kv_data_type
         with _HOST if self._host_workspace else fw.device_guard(self._workspace):
             try:
                 self._plan_info = self._native.plan(*self._plan_args, opts, fw.native(self._workspace),

@@ -32,7 +32,8 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
              num_kv_heads: int, causal: bool, window_left: int, window_right: int,
              logits_soft_cap: Optional[float], return_lse: bool, kv_layout: str,
              page_size: int, has_empty_rows: bool, cuda_graph: bool = False,
-             disable_split_kv: bool = False, sinks: bool = False) -> "_C.ProblemDesc":
+             disable_split_kv: bool = False, kv_dtype: Any = None,
+             sinks: bool = False) -> "_C.ProblemDesc":
     kind, index = _device(device)
     cap = _args.real(logits_soft_cap, "logits_soft_cap")
     num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
@@ -47,6 +48,7 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
                           has_empty_rows=_args.flag(has_empty_rows, "has_empty_rows"),
                           cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
                           disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"),
+                          kv_dtype=None if kv_dtype is None else fw.canonical_dtype(kv_dtype, "kv_dtype", fp8=True),
                           sinks=_args.flag(sinks, "sinks"))
 
 
@@ -56,18 +58,21 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
              logits_soft_cap: Optional[float] = None, return_lse: bool = False,
              kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
-             window_right: int = -1, sinks: bool = False) -> "_C.SupportAnswer":
+             window_right: int = -1, kv_dtype: Any = None,
+             sinks: bool = False) -> "_C.SupportAnswer":
     """Whether `backend` can run this problem on this machine. The answer is truthy when it
     can; otherwise .reason names the parameter. op: 'single_prefill', 'ragged_prefill',
     'paged_prefill' or 'paged_decode'. window_left is taken as given (a window wider than
     every kv_len is normalised to -1 by plan(); pass -1 for it here). has_empty_rows: some
     query row sees no key (causal with qo_len > kv_len, or an empty KV). disable_split_kv:
     as the wrappers' plan() argument (cudnn refuses it). window_right: as plan() takes it
-    (>= 1 for a two-sided window; 0 is causal). sinks: runs pass attention sinks (run()'s
-    `sinks`; cudnn refuses them)."""
+    (>= 1 for a two-sided window; 0 is causal). kv_dtype: the K/V storage (None: dtype's;
+    'float8_e4m3fn' / 'float8_e5m2': an fp8 cache, the capability table's K/V dtype column).
+    sinks: runs pass attention sinks (run()'s `sinks`; cudnn refuses them)."""
     problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
                        window_left, window_right, logits_soft_cap, return_lse, kv_layout, page_size,
-                       has_empty_rows, disable_split_kv=disable_split_kv, sinks=sinks)
+                       has_empty_rows, disable_split_kv=disable_split_kv, kv_dtype=kv_dtype,
+                       sinks=sinks)
     return _C.supports(problem, backend_name(backend))
 
 
@@ -78,14 +83,14 @@ def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", devic
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False, window_right: int = -1,
-                   sinks: bool = False) -> str:
+                   kv_dtype: Any = None, sinks: bool = False) -> str:
     """The backend 'auto' would pick; raises UnsupportedError saying why when none can.
     use_cuda_graph: as the wrapper's (auto's order no longer depends on it);
-    disable_split_kv: as the wrappers' plan() argument; sinks: as supports()."""
+    disable_split_kv: as the wrappers' plan() argument; kv_dtype, sinks: as supports()'."""
     return _C.select_backend(_problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads,
                                       causal, window_left, window_right, logits_soft_cap, return_lse,
                                       kv_layout, page_size, has_empty_rows, use_cuda_graph,
-                                      disable_split_kv, sinks))
+                                      disable_split_kv, kv_dtype, sinks))
 
 
 def built_backends() -> Tuple[str, ...]:

@@ -12,7 +12,7 @@ import numpy as np
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import make_options, refuse_unsupported
+from ._common import kv_scales, make_options, refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
@@ -28,15 +28,16 @@ def single_decode_with_kv_cache(
     rope_theta: Optional[float] = None, return_lse: bool = False, *, backend: str = "auto",
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
-    or (out, lse [Hq]) when return_lse. fp8 scales: None or 1.0 only."""
+    or (out, lse [Hq]) when return_lse. k_scale, v_scale: as single_prefill_with_kv_cache's
+    (an fp8 k and v); q_scale (fp8 q): None or 1.0 only."""
     del use_tensor_cores  # a kernel-choice hint: the backend picks its decode kernel
     refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
-                       q_scale=q_scale, k_scale=k_scale, v_scale=v_scale)
+                       q_scale=q_scale)
     _args.array(q, "q", 2, "[num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
     result = single_prefill_with_kv_cache(
         q[None], k, v, kv_layout=kv_layout, window_left=window_left,
         logits_soft_cap=logits_soft_cap, sm_scale=sm_scale, return_lse=return_lse,
-        backend=backend)
+        backend=backend, k_scale=k_scale, v_scale=v_scale)
     if return_lse:
         return result[0][0], result[1][0]
     return result[0]
@@ -45,7 +46,8 @@ def single_decode_with_kv_cache(
 def _with_data_type(q_data_type: Any, kv_data_type: Any, data_type: Any) -> Tuple[Any, Any]:
     """data_type (FlashInfer's older name) fills q_data_type and kv_data_type where they are
     not given, as FlashInfer's does; SGLang passes it as the KV cache's dtype beside
-    q_data_type. A kv dtype that then differs from q's is refused by _plan_dtype."""
+    q_data_type. A kv dtype that then differs from q's is an fp8 cache, or refused by
+    _plan_dtype."""
     if data_type is not None:
         q_data_type = data_type if q_data_type is None else q_data_type
         kv_data_type = data_type if kv_data_type is None else kv_data_type
@@ -178,7 +180,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 f"q_len_per_req: got {q_len}, but this use_cuda_graph wrapper was planned with "
                 f"{self._q_len_per_req}, part of the captured shape; use a wrapper per value")
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
+        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
         host_indptr = fw.host_int32(indptr, "indptr")
         batch = max(len(host_indptr) - 1, 0)
         if batch * q_len > _args.INT32_MAX:
@@ -190,7 +192,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         if device_indices is None:
             device_indices = self._page_index_buffer
             host_indices = fw.host_int32(_used_indices(indices, host_indptr), "indices")
-            cache_pages = _num_pages(num_pages, host_indices, self._cache_pages)
+            cache_pages = _num_pages(num_pages, host_indices, self._cache_pages, "indices")
         else:
             host_indices = None
             cache_pages = self._cache_pages if num_pages is None else _num_pages(num_pages, [])
@@ -222,7 +224,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         with _decode_names(q_len > 1):
             try:
                 self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers,
-                              device_indices)
+                              device_indices, kv_data_type=kv_dtype)
             except Exception as e:
                 if self._native is not previous and not _installed_anyway(e):
                     self._native, self._native_chunks = previous, previous_chunks
@@ -272,18 +274,22 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         """q [batch * q_len_per_req, Hq, D]. out like q, or (out, lse [rows, Hq] float32,
         base 2). window_left, q_len_per_req (FlashInfer's older place for it): None or the
         plan's; enable_pdl: a launch hint, not used; skip_softmax_threshold_scale_factor and
-        kv_cache_sf: None only."""
+        kv_cache_sf: None only. k_scale, v_scale: an fp8 cache's scales (kv_data_type given
+        to plan), numbers or one-element float32 arrays on the run's device read when the
+        kernel runs (a captured graph replays with their value then); with a 16-bit cache
+        None or 1.0 only. The cache must have the plan's kv_data_type (ValueError)."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+        refuse_unsupported(q_scale=q_scale,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf)
+        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
         if q_len_per_req is not None and _args.integer(q_len_per_req, "q_len_per_req", lo=None, hi=None) != (self._q_len_per_req or 1):
             raise UnsupportedError(
                 f"q_len_per_req: run() got {q_len_per_req}, the plan's is {self._q_len_per_req or 1}; "
                 "plan() again to change it")
         self._check_run_window(window_left)
         with _decode_names(self._native_chunks):
-            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache), sinks)
+            return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales), sinks)
 
     def forward(self, q: Any, paged_kv_cache: Any, pos_encoding_mode: str = "NONE",
                 q_scale: Any = None, k_scale: Any = None, v_scale: Any = None,
@@ -296,8 +302,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
             self._forward_settings(dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
                                         sm_scale=sm_scale),
                                    pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale,
-                                   rope_theta=rope_theta, q_scale=q_scale, k_scale=k_scale,
-                                   v_scale=v_scale)
+                                   rope_theta=rope_theta, q_scale=q_scale)
         return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                         return_lse=return_lse)
 

@@ -16,7 +16,7 @@ import numpy as np
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import make_options, outputs, record, refuse_unsupported
+from ._common import kv_scales, make_options, outputs, record, refuse_unsupported
 from ._wrapper import BatchWrapperBase, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -50,16 +50,22 @@ def single_prefill_with_kv_cache(
     out/lse: written in place when given, else allocated like q (lse only with return_lse);
     the result is (out, lse) only with return_lse, as FlashInfer's.
     use_fp16_qk_reduction=True and rope_scale/rope_theta (RoPE is not in the contract) raise
-    UnsupportedError: flashband always accumulates QK in float32. FlashInfer's fp8 inputs:
-    scale_q/scale_k/scale_v and (FlashInfer 0.7's) k_scale/v_scale None or 1.0 only, o_dtype
-    None or q's dtype, kv_cache_sf (fp4 scale factors) None only.
+    UnsupportedError: flashband always accumulates QK in float32. o_dtype: None or q's dtype;
+    kv_cache_sf (fp4 scale factors): None only.
+
+    fp8 KV (FlashInfer 0.7.2's per-tensor names): k and v of dtype float8_e4m3fn or
+    float8_e5m2 (torch's, or ml_dtypes' for NumPy) with q fp16/bf16, dequantized as they are
+    read: logits sm_scale * k_scale * (q . k8), output v_scale * (P . v8); each scale a
+    number or a one-element float32 array on q's device (read when the kernel runs).
+    scale_q/scale_k/scale_v are FlashInfer's per-head scales of fp8 q (the fp8-attention
+    path, not built): None or 1.0 only.
     """
     refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
                        pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
-                       scale_k=scale_k, scale_v=scale_v, kv_cache_sf=kv_cache_sf, k_scale=k_scale,
-                       v_scale=v_scale)
+                       scale_k=scale_k, scale_v=scale_v, kv_cache_sf=kv_cache_sf)
     _check_qkv(q, k, v)
+    scales = kv_scales(k_scale, v_scale, fp8=_args.dtype_name(k) in fw.FP8_DTYPES)
     if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
         raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
                                "flashband writes outputs in q's dtype")
@@ -77,8 +83,12 @@ def single_prefill_with_kv_cache(
         if nbytes > 0:
             workspace = fw.empty(q, (nbytes,), "uint8")
     n = fw.native
+    (k_bytes, kv_dtype), (v_bytes, v_dtype) = fw.kv_native(k), fw.kv_native(v)
+    if kv_dtype != v_dtype:
+        raise InvalidArgumentError(f"v: dtype {fw.dtype_name(v)}, expected k's {fw.dtype_name(k)}")
     with fw.device_guard(q):
-        record(_C.single_prefill(n(q), n(k), n(v), n(out), n(lse), opts, n(workspace), n(sinks)))
+        record(_C.single_prefill(n(q), k_bytes, v_bytes, n(out), n(lse), opts, n(workspace),
+                                 kv_dtype=kv_dtype, sinks=n(sinks), **scales))
     return (out, lse) if return_lse else out
 
 
@@ -86,8 +96,7 @@ def _check_qkv(q: Any, k: Any, v: Any) -> None:
     """q [tokens, Hq, D], k and v of rank 3 (either layout), all of a float dtype."""
     _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
     for x, name in ((k, "k"), (v, "v")):
-        _args.array(x, name, 3, "[kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len, head_dim] (HND)",
-                    _args.FLOAT_DTYPES)
+        _args.kv_array(x, name, 3, "[kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len, head_dim] (HND)")
 
 
 def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, *args: Any,
@@ -160,7 +169,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                            seq_lens_q=seq_lens_q, max_token_per_sequence=max_token_per_sequence,
                            max_sequence_kv=max_sequence_kv, v_indptr=v_indptr, o_indptr=o_indptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
@@ -169,7 +178,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv),
                       return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
-                      dict(qo_indptr_buf=qo, kv_indptr_buf=kv))
+                      dict(qo_indptr_buf=qo, kv_indptr_buf=kv), kv_data_type=kv_dtype)
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, enable_pdl: Optional[bool] = None,
@@ -180,16 +189,22 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         """out [nnz_qo, Hq, D], or (out, lse [nnz_qo, Hq] float32, base 2). lse_base "ln"
         (natural log) and lse_layout "HN" ([Hq, nnz_qo]) as in FlashInfer 0.7, for any lse
         written. window_left: None or the plan's; enable_pdl: a launch hint (no effect on
-        results), not used; fp8 scales: None or 1.0 only; kv_cache_sf (fp4): None only."""
+        results), not used; kv_cache_sf (fp4): None only.
+        k_scale, v_scale: an fp8 cache's dequantization scales (kv_data_type given to plan):
+        numbers or one-element float32 arrays on the run's device, read when the kernel
+        runs; with a 16-bit cache None or 1.0 only. q_scale, o_scale (fp8 attention):
+        None or 1.0 only. k and v must have the plan's kv_data_type (ValueError otherwise)."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-                           o_scale=o_scale, kv_cache_sf=kv_cache_sf)
+        refuse_unsupported(q_scale=q_scale, o_scale=o_scale, kv_cache_sf=kv_cache_sf)
+        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
         self._check_run_window(window_left)
         _check_qkv(q, k, v)
         n = fw.native
+        (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
         return self._run(q, out, lse, return_lse,
-                         lambda o, l, s: self._native.run(n(q), n(k), n(v), n(o), n(l),
-                                                          stream=fw.current_stream(q), sinks=n(s)),
+                         lambda o, l, s: self._native.run(n(q), k_bytes, v_bytes, n(o), n(l),
+                                                          stream=fw.current_stream(q), kv_dtype=kv_dtype,
+                                                          sinks=n(s), **scales),
                          sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
@@ -270,7 +285,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                            token_pos_in_items_len=token_pos_in_items_len,
                            max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
         page_size = _args.integer(page_size, "page_size")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
@@ -286,7 +301,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                       plan_sizes(qo, head_dim_qk, indptr, self._longest()),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
-                      self._page_index_buffer)
+                      self._page_index_buffer, kv_data_type=kv_dtype)
 
     def workspace_size(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
                        paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
@@ -340,16 +355,18 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
             kv_cache_sf: Any = None, lse_base: str = "log2", lse_layout: str = "NH",
             use_fp16_softmax: Optional[bool] = None,
             uses_spcompress: Optional[bool] = None) -> Union[Any, Tuple[Any, Any]]:
-        """As the ragged wrapper's run(). FlashInfer's approximations and fp4 inputs
-        (skip_softmax_threshold_scale_factor, kv_cache_sf) are taken as None only, its
-        trtllm-gen cubin choices (use_fp16_softmax, uses_spcompress) as None or False."""
+        """As the ragged wrapper's run() (k_scale, v_scale included). FlashInfer's
+        approximations and fp4 inputs (skip_softmax_threshold_scale_factor, kv_cache_sf) are
+        taken as None only, its trtllm-gen cubin choices (use_fp16_softmax, uses_spcompress)
+        as None or False."""
         del enable_pdl  # a launch hint (no effect on results)
-        refuse_unsupported(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+        refuse_unsupported(q_scale=q_scale,
                            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf, use_fp16_softmax=use_fp16_softmax,
                            uses_spcompress=uses_spcompress)
+        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
         self._check_run_window(window_left)
-        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache),
+        return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales),
                          sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
@@ -358,13 +375,14 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                 logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None, *,
                 return_lse: bool = False) -> Any:
-        """As the ragged wrapper's forward()."""
+        """As the ragged wrapper's forward(); k_scale, v_scale as run()'s (they go to the run,
+        which dequantizes an fp8 cache with them and refuses others than 1.0 on a 16-bit one)."""
+        kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)  # judged before any re-plan
         self._forward_settings(dict(causal=causal, window_left=window_left,
                                     logits_soft_cap=logits_soft_cap, sm_scale=sm_scale),
                                pos_encoding_mode=pos_encoding_mode,
                                use_fp16_qk_reduction=use_fp16_qk_reduction,
-                               rope_scale=rope_scale, rope_theta=rope_theta,
-                               k_scale=k_scale, v_scale=v_scale)
+                               rope_scale=rope_scale, rope_theta=rope_theta)
         return self.run(q, paged_kv_cache, k_scale=k_scale, v_scale=v_scale, return_lse=return_lse)
 
 
@@ -380,13 +398,17 @@ def _used_indices(indices: Any, host_indptr: np.ndarray) -> Any:
     return indices[:used]
 
 
-def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0) -> int:
+def _num_pages(num_pages: Optional[int], indices: Any, cache_pages: int = 0,
+               indices_name: str = "paged_kv_indices") -> int:
     if num_pages is None:
         # Not given: the cache of the wrapper's last run() where the indices fit in it (a
         # serving pool keeps its size, and a cudnn graph is built for it, so plans keep their
         # graph), else the smallest cache they fit; run() checks them against the cache it
         # gets. (No huge sentinel: cudnn declares its page container by it.)
         fits = int(indices.max()) + 1 if len(indices) else 0
+        if fits > _args.INT32_MAX:  # a page count (C int) past the largest index
+            raise InvalidArgumentError(f"{indices_name}: entry {fits - 1}, allowed: < {_args.INT32_MAX} "
+                                       "(a cache of that many pages has more than 2^31 - 1)")
         return cache_pages if cache_pages >= fits else fits
     return _args.integer(num_pages, "num_pages", lo=0)
 
@@ -401,30 +423,33 @@ def _page_of_one(x: Any, kv_layout: str, rank: int) -> Any:
     return x[..., None, :, :] if kv_layout == "NHD" else x[..., None, :]
 
 
-def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any):
+def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any, scales: dict):
     """run() of a paged native object, for a (k, v) pair or a stacked [P, 2, ...] cache
-    (either also without the page axis, for page size 1)."""
+    (either also without the page axis, for page size 1), with the run's fp8 scales."""
     n = fw.native
     if isinstance(paged_kv_cache, (tuple, list)):
         if len(paged_kv_cache) != 2:
             raise InvalidArgumentError(
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
         for x, name in zip(paged_kv_cache, ("paged_kv_cache[0] (k)", "paged_kv_cache[1] (v)")):
-            _args.array(x, name, dtypes=_args.FLOAT_DTYPES)
+            _args.kv_array(x, name)
         k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
         def run_pair(o: Any, l: Any, s: Any) -> Any:
             with _args.renamed(_PAIR_NAMES):
-                return wrapper._native.run(n(q), n(k), n(v), n(o), n(l), stream=fw.current_stream(q), sinks=n(s))
+                (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
+                return wrapper._native.run(n(q), k_bytes, v_bytes, n(o), n(l), stream=fw.current_stream(q),
+                                           kv_dtype=kv_dtype, sinks=n(s), **scales)
         return run_pair
-    _args.array(paged_kv_cache, "paged_kv_cache", dtypes=_args.FLOAT_DTYPES)
+    _args.kv_array(paged_kv_cache, "paged_kv_cache")
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
     wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
 
     def run_stacked(o: Any, l: Any, s: Any) -> Any:
         with _args.renamed(_STACKED_NAMES):
-            return wrapper._native.run_stacked(n(q), n(cache), n(o), n(l), stream=fw.current_stream(q),
-                                               sinks=n(s))
+            cache_bytes, kv_dtype = fw.kv_native(cache)
+            return wrapper._native.run_stacked(n(q), cache_bytes, n(o), n(l), stream=fw.current_stream(q),
+                                               kv_dtype=kv_dtype, sinks=n(s), **scales)
     return run_stacked
 
 

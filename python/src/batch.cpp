@@ -1,6 +1,7 @@
 // The three batch plan/run objects. plan() takes host int32 index arrays (the Python layer
 // copies device arrays to the host, as FlashInfer's plan does) and checks here what the
 // C++ API cannot see from bare pointers: the lengths of the arrays.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <string>
@@ -29,12 +30,13 @@ void expect_size(const HostIndex& a, int64_t size, const char* what, const char*
 }
 
 BatchShape make_shape(int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
-                      const WorkspaceArg& w) {
+                      const WorkspaceArg& w, const std::optional<std::string>& kv_dtype) {
   BatchShape s;
   s.num_qo_heads = num_qo_heads;
   s.num_kv_heads = num_kv_heads;
   s.head_dim = head_dim;
   s.dtype = parse_dtype(dtype, "q_data_type");
+  if (kv_dtype) s.kv_dtype = parse_dtype(*kv_dtype, "kv_data_type");
   s.device = w.device;  // the plan runs where its workspace lives, as in FlashInfer
   s.device_id = w.device_id;
   return s;
@@ -107,8 +109,8 @@ PagedIndex make_pages(const HostIndex& indptr, const InArray& indices, const InA
   return p;
 }
 
-PagedKVCache cache_of(const InArray& k, const InArray& v) {
-  return PagedKVCache{view_of(k, "paged_kv_cache[0] (k)"), view_of(v, "paged_kv_cache[1] (v)")};
+PagedKVCache cache_of(const InArray& k, const InArray& v, const std::optional<std::string>& fp8) {
+  return PagedKVCache{kv_view_of(k, "paged_kv_cache[0] (k)", fp8), kv_view_of(v, "paged_kv_cache[1] (v)", fp8)};
 }
 
 template <class Array>
@@ -116,6 +118,42 @@ const TensorView* optional_view(const Array& a, const char* what, TensorView& st
   if (!a.is_valid()) return nullptr;
   storage = view_of(a, what);
   return &storage;
+}
+
+// run() over a (k, v) pair and run_stacked() over one [P, 2, ...] cache, for both paged
+// classes; fp8 caches come as uint8 bytes with kv_dtype naming the format (convert.h).
+template <class Paged>
+void bind_paged_runs(nb::class_<Paged>& c) {
+  using nb::arg;
+  c.def(
+       "run",
+       [](const Paged& self, const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
+          const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
+          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks) {
+         TensorView lse_view, sinks_view;
+         const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+         return self.run(view_of(q, "q"), cache_of(k, v, kv_dtype), view_of(out, "out"),
+                         optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
+                         optional_view(sinks, "sinks", sinks_view));
+       },
+       arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
+       arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
+       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "run_stacked",
+          [](const Paged& self, const InArray& q, const InArray& kv, const OutArray& out, const OutArray& lse,
+             uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
+             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
+             const InArray& sinks) {
+            TensorView lse_view, sinks_view;
+            const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+            return self.run(view_of(q, "q"), PagedKVCache::from_stacked(kv_view_of(kv, "paged_kv_cache", kv_dtype)),
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
+                            optional_view(sinks, "sinks", sinks_view));
+          },
+          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
+          arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace
@@ -130,32 +168,38 @@ void bind_batch(nb::module_& m) {
           "plan",
           [](BatchPrefillRagged& self, const InArray& qo_indptr, const InArray& kv_indptr,
              int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
-             const Options& opts, const OutArray& workspace, const OutArray& plan_workspace) {
+             const Options& opts, const OutArray& workspace, const OutArray& plan_workspace,
+             const std::optional<std::string>& kv_dtype) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex kv = host_index(kv_indptr, "kv_indptr");
             const int batch = batch_of(qo, "qo_indptr");
             expect_size(kv, qo.size, "kv_indptr", "same length as qo_indptr");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             return self.plan(qo.data, kv.data, batch,
-                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype), opts,
                              w.workspace);
           },
           arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"), arg("num_kv_heads"),
           arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
-          arg("plan_workspace").none() = nb::none(), release)
+          arg("plan_workspace").none() = nb::none(), arg("kv_dtype").none() = nb::none(), release)
       .def(
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
+             const OutArray& out, const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
+             const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
+             const InArray& sinks) {
             TensorView lse_view, sinks_view;
-            return self.run(view_of(q, "q"), view_of(k, "k"), view_of(v, "v"), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream),
+            const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+            return self.run(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
                             optional_view(sinks, "sinks", sinks_view));
           },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
-          arg("sinks").none() = nb::none(), release);
+          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0, arg("v_scale") = 1.0,
+          arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), release);
 
-  nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged")
+  auto prefill_paged = nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged");
+  prefill_paged
       .def(nb::init<>())
       .def(
           "plan",
@@ -163,7 +207,8 @@ void bind_batch(nb::module_& m) {
              const InArray& paged_kv_indices, const InArray& paged_kv_last_page_len,
              int page_size, int num_pages, int num_qo_heads, int num_kv_heads, int head_dim,
              const std::string& dtype, const Options& opts, const OutArray& workspace,
-             const OutArray& plan_workspace, const InArray& device_indices) {
+             const OutArray& plan_workspace, const InArray& device_indices,
+             const std::optional<std::string>& kv_dtype) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex indptr = host_index(paged_kv_indptr, "paged_kv_indptr");
             const HostIndex last = host_index(paged_kv_last_page_len, "paged_kv_last_page_len");
@@ -174,83 +219,42 @@ void bind_batch(nb::module_& m) {
                 make_pages(indptr, paged_kv_indices, device_indices, last, batch, page_size, num_pages, w,
                            "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len");
             return self.plan(qo.data, pages, batch,
-                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w), opts,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype), opts,
                              w.workspace);
           },
           arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices").none(),
           arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
           arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
-          arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(), release)
-      .def("check", &BatchPrefillPaged::check, release)
-      .def(
-          "run",
-          [](const BatchPrefillPaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
-          },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
-          arg("sinks").none() = nb::none(), release)
-      .def(
-          "run_stacked",
-          [](const BatchPrefillPaged& self, const InArray& q, const InArray& kv,
-             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            return self.run(view_of(q, "q"),
-                            PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
-          },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0,
-          arg("sinks").none() = nb::none(), release);
+          arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(),
+          arg("kv_dtype").none() = nb::none(), release)
+      .def("check", &BatchPrefillPaged::check, release);
+  bind_paged_runs(prefill_paged);
 
-  nb::class_<BatchDecodePaged>(m, "BatchDecodePaged")
+  auto decode = nb::class_<BatchDecodePaged>(m, "BatchDecodePaged");
+  decode
       .def(nb::init<>())
       .def(
           "plan",
           [](BatchDecodePaged& self, const InArray& indptr_arr, const InArray& indices_arr,
              const InArray& last_page_len_arr, int page_size, int num_pages, int num_qo_heads,
              int num_kv_heads, int head_dim, const std::string& dtype, const Options& opts,
-             const OutArray& workspace, const OutArray& plan_workspace, const InArray& device_indices) {
+             const OutArray& workspace, const OutArray& plan_workspace, const InArray& device_indices,
+             const std::optional<std::string>& kv_dtype) {
             const HostIndex indptr = host_index(indptr_arr, "indptr");
             const HostIndex last = host_index(last_page_len_arr, "last_page_len");
             const int batch = batch_of(indptr, "indptr");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             const PagedIndex pages = make_pages(indptr, indices_arr, device_indices, last, batch, page_size,
                                                 num_pages, w, "indptr", "indices", "last_page_len");
-            return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w),
+            return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype),
                              opts, w.workspace);
           },
           arg("indptr"), arg("indices").none(), arg("last_page_len"), arg("page_size"), arg("num_pages"),
           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),
           arg("workspace"), arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(),
-          release)
-      .def("check", &BatchDecodePaged::check, release)
-      .def(
-          "run",
-          [](const BatchDecodePaged& self, const InArray& q, const InArray& k, const InArray& v,
-             const OutArray& out, const OutArray& lse, uintptr_t stream, const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            return self.run(view_of(q, "q"), cache_of(k, v), view_of(out, "out"),
-                            optional_view(lse, "lse", lse_view), as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
-          },
-          arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0,
-          arg("sinks").none() = nb::none(), release)
-      .def(
-          "run_stacked",
-          [](const BatchDecodePaged& self, const InArray& q, const InArray& kv, const OutArray& out,
-             const OutArray& lse, uintptr_t stream, const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            return self.run(view_of(q, "q"),
-                            PagedKVCache::from_stacked(view_of(kv, "paged_kv_cache")),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
-          },
-          arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0,
-          arg("sinks").none() = nb::none(), release);
+          arg("kv_dtype").none() = nb::none(), release)
+      .def("check", &BatchDecodePaged::check, release);
+  bind_paged_runs(decode);
 }
 
 }  // namespace flashband::python

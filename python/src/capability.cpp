@@ -1,5 +1,6 @@
 // Support queries (the same table every run consults), workspace sizing and what this build
 // contains. ProblemDesc takes strings for its enums, like Options.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -20,10 +21,11 @@ void bind_capability(nb::module_& m) {
              const std::string& device, int head_dim, int num_qo_heads, int num_kv_heads,
              bool causal, int window_left, int window_right, bool soft_cap, bool return_lse,
              const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows,
-             bool cuda_graph, bool disable_split_kv, bool sinks) {
+             bool cuda_graph, bool disable_split_kv, const std::optional<std::string>& kv_dtype, bool sinks) {
             ProblemDesc p;
             p.op = parse_op(op);
             p.dtype = parse_dtype(dtype, "dtype");
+            if (kv_dtype) p.kv_dtype = parse_dtype(*kv_dtype, "kv_dtype");
             p.device = parse_device(device);
             p.head_dim = head_dim;
             p.num_qo_heads = num_qo_heads;
@@ -47,7 +49,8 @@ void bind_capability(nb::module_& m) {
           arg("num_kv_heads") = 1, arg("causal") = false, arg("window_left") = -1,
           arg("window_right") = -1, arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
           arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false,
-          arg("cuda_graph") = false, arg("disable_split_kv") = false, arg("sinks") = false)
+          arg("cuda_graph") = false, arg("disable_split_kv") = false, arg("kv_dtype").none() = nb::none(),
+          arg("sinks") = false)
       .def("__repr__", [](const ProblemDesc& p) {
         return std::string("ProblemDesc(op='") + op_name(p.op) + "', dtype='" +
                dtype_name(p.dtype) + "', device='" + (p.device == Device::kCPU ? "cpu" : "cuda") +

@@ -3,6 +3,7 @@
 #include <dlpack/dlpack.h>
 
 #include "flashband/dlpack.h"
+#include "api/validate.h"
 #include "flashband/error.h"
 
 namespace flashband::python {
@@ -34,6 +35,30 @@ DLTensor as_dltensor(const Array& a) {
 
 TensorView view_of(const InArray& a, const char* what) { return from_dlpack(as_dltensor(a), what); }
 TensorView view_of(const OutArray& a, const char* what) { return from_dlpack(as_dltensor(a), what); }
+
+TensorView kv_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8) {
+  if (!fp8) return view_of(a, what);
+  const DType dtype = parse_dtype(*fp8, "kv_data_type");
+  DLTensor t = as_dltensor(a);
+  if (!is_fp8(dtype) || t.dtype.code != kDLUInt || t.dtype.bits != 8 || t.dtype.lanes != 1)
+    invalid(std::string(what) + ": an fp8 array is passed as its uint8 bytes with kv_dtype naming its format");
+  t.dtype = to_dlpack_dtype(dtype);
+  return from_dlpack(t, what);
+}
+
+ScalesArg::ScalesArg(double k_scale, double v_scale, const InArray& k_scale_tensor, const InArray& v_scale_tensor) {
+  // Narrowed by name: a scale float32 holds only as 0 or inf is refused, not run.
+  scales.k_scale = validate::float_param("k_scale", k_scale);
+  scales.v_scale = validate::float_param("v_scale", v_scale);
+  if (k_scale_tensor.is_valid()) {
+    k_tensor = view_of(k_scale_tensor, "k_scale");
+    scales.k_scale_tensor = &k_tensor;
+  }
+  if (v_scale_tensor.is_valid()) {
+    v_tensor = view_of(v_scale_tensor, "v_scale");
+    scales.v_scale_tensor = &v_tensor;
+  }
+}
 
 HostIndex host_index(const InArray& a, const char* what) {
   const std::string name(what);
@@ -79,7 +104,10 @@ DType parse_dtype(const std::string& name, const char* what) {
   if (name == "float16") return DType::kF16;
   if (name == "bfloat16") return DType::kBF16;
   if (name == "float32") return DType::kF32;
-  invalid(std::string(what) + ": '" + name + "' is not one of 'float16', 'bfloat16', 'float32'");
+  if (name == "float8_e4m3fn") return DType::kE4M3;
+  if (name == "float8_e5m2") return DType::kE5M2;
+  invalid(std::string(what) + ": '" + name +
+          "' is not one of 'float16', 'bfloat16', 'float32', 'float8_e4m3fn', 'float8_e5m2'");
 }
 
 KVLayout parse_kv_layout(const std::string& name) {

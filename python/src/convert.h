@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "flashband/attention.h"
@@ -26,6 +27,20 @@ using OutArray = nb::ndarray<>;
 TensorView view_of(const InArray& a, const char* what);
 TensorView view_of(const OutArray& a, const char* what);
 
+// K or V: an fp8 array arrives as its bytes (a uint8 view: NumPy cannot export fp8 through
+// DLPack, and not every torch can), with `fp8` naming its format ("float8_e4m3fn",
+// "float8_e5m2"); without `fp8` it is view_of.
+TensorView kv_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8);
+
+// run()'s fp8 scales: floats, or one-element arrays read when the kernel runs (the tensor
+// wins). `scales` points into this object: keep it where it was filled.
+struct ScalesArg {
+  KVScales scales;
+  TensorView k_tensor, v_tensor;
+  ScalesArg(double k_scale, double v_scale, const InArray& k_scale_tensor, const InArray& v_scale_tensor);
+  ScalesArg(const ScalesArg&) = delete;
+};
+
 // A host int32 1-D contiguous array (plan's index arrays); throws naming `what` otherwise.
 struct HostIndex {
   const int32_t* data = nullptr;
@@ -42,7 +57,8 @@ struct WorkspaceArg {
 WorkspaceArg workspace_of(const OutArray& a, const char* what);
 
 Device parse_device(const std::string& name);      // "cpu", "cuda"
-DType parse_dtype(const std::string& name, const char* what);  // "float16", "bfloat16", "float32"
+// "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"
+DType parse_dtype(const std::string& name, const char* what);
 KVLayout parse_kv_layout(const std::string& name);  // "NHD", "HND"
 Op parse_op(const std::string& name);               // "single_prefill", ... or op_name()
 void* stream_ptr(std::uintptr_t stream);

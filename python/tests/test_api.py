@@ -591,6 +591,7 @@ def test_forward_takes_the_settings_at_run_time():
     assert_out(out.astype(np.float64), ref, "float32")
     with pytest.raises(flashband.UnsupportedError, match="k_scale"):
         prefill.forward(q, cache, k_scale=2.0)
+    assert prefill._causal and prefill._window_left == 9  # refused before its settings re-planned
 
     one = Ragged(rng, [1, 1], [20, 40], 4, 2, D)
     pages = Paged(rng, one, 16)

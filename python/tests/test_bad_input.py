@@ -181,6 +181,13 @@ def test_integers_past_c_int():
         d.plan(*dplan, q_data_type="float32", q_len_per_req=2**32)
     with pytest.raises(flashband.InvalidArgumentError, match="^q_len_per_req: got 1073741824; with 2 requests"):
         d.plan(*dplan, q_data_type="float32", q_len_per_req=2**30)
+    # A page index of 2^31 - 1 without num_pages: the cache it implies has 2^31 pages.
+    last_page = paged.indices.copy()
+    last_page[-1] = 2**31 - 1
+    with pytest.raises(flashband.InvalidArgumentError, match="^indices: entry 2147483647, allowed: < 2147483647"):
+        d.plan(paged.indptr, last_page, paged.last_page_len, 2, 2, D, 4, q_data_type="float32")
+    with pytest.raises(flashband.InvalidArgumentError, match="^paged_kv_indices: entry 2147483647"):
+        p.plan(batch.qo_indptr, paged.indptr, last_page, paged.last_page_len, 2, 2, D, 4, q_data_type="float32")
 
 
 def test_decode_errors_name_decode_arguments():

@@ -36,6 +36,12 @@ SCALES = [None, 0.05, 0.3, 0.0, -0.1, float("nan"), float("inf"), 1e-50, 1e50, "
 FLAGS = [False, True, 2, "yes", None]
 LAYOUTS = ["NHD", "HND", "nhd", 3, None]
 INTS = [0, -1, 3, 2**31, 2**33, 1.5, "4", None, True]
+# fp8 caches (issue 65): their formats, valid dequantization scales, and malformed ones (the
+# arrays among them are made per env in mutate()).
+FP8 = ["float8_e4m3fn", "float8_e5m2"]
+KV_SCALES_VALID = [None, 1.0, 0.37, 3.1]
+KV_SCALES = KV_SCALES_VALID + [0.0, -1.0, float("nan"), float("inf"), 1e-50, 1e50, "0.5", True]
+KV_DTYPES = FP8 + ["float16", "bfloat16", "int8", None, 3]
 
 
 # --- arrays in the env's framework -------------------------------------------------------
@@ -53,6 +59,8 @@ def cast(env, x, dtype):
 
 def filled(env, shape, dtype):
     value = SENTINEL if "float" in dtype else 7  # a workspace (uint8) or index array too
+    if dtype in FP8:  # made through float32, as every framework converts to fp8
+        return env.array(np.full(shape, value, np.float32), dtype)
     if env.framework == "numpy":
         return np.full(shape, value, dtype=dtype)
     return _torch().full(shape, value, dtype=getattr(_torch(), dtype), device=env.device)
@@ -145,6 +153,18 @@ def _to_nhd(x64, layout):
     return x64 if layout == "NHD" else x64.transpose(1, 0, 2)
 
 
+def _scale_value(env, s):
+    """A scale as the run read it: None is 1.0, an array its one element."""
+    if s is None:
+        return 1.0
+    return float(env.to64(s).reshape(-1)[0]) if is_array(s) else float(s)
+
+
+def _kv64(env, args, x, which):
+    """K or V in float64, dequantized by the run's scale (1.0 unless an fp8 case gave one)."""
+    return env.to64(x) * _scale_value(env, args.get(which + "_scale"))
+
+
 def _ref_kw(args):
     cap = args.get("logits_soft_cap")
     return dict(causal=bool(args.get("causal", False)), window_left=int(args.get("window_left", -1)),
@@ -165,12 +185,12 @@ def single_call(env, args):
     return flashband.single_prefill_with_kv_cache(
         args["q"], args["k"], args["v"], causal=args["causal"], kv_layout=args["kv_layout"],
         window_left=args["window_left"], logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"],
-        return_lse=True, backend=env.backend, out=args["out"], lse=args["lse"])
+        return_lse=True, backend=env.backend, out=args["out"], lse=args["lse"], **_scales(args))
 
 
 def single_ref(env, args, before):
-    k = _to_nhd(env.to64(args["k"]), args["kv_layout"])
-    v = _to_nhd(env.to64(args["v"]), args["kv_layout"])
+    k = _to_nhd(_kv64(env, args, args["k"], "k"), args["kv_layout"])
+    v = _to_nhd(_kv64(env, args, args["v"], "v"), args["kv_layout"])
     return attention_np(env.to64(args["q"]), k, v, **_ref_kw(args))
 
 
@@ -197,13 +217,14 @@ def ragged_call(env, args):
                                                            backend=env.backend)
         w.plan(args["qo_indptr"], args["kv_indptr"], args["num_qo_heads"], args["num_kv_heads"],
                args["head_dim_qk"], causal=args["causal"], window_left=args["window_left"],
-               logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]))
+               logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]),
+               kv_data_type=args.get("kv_data_type"))
         return w
 
     w = planned()
     if args["share_workspace"]:  # another wrapper plans over the same workspace before w runs
         planned()
-    return w.run(args["q"], args["k"], args["v"], out=args["out"], lse=args["lse"], return_lse=True)
+    return w.run(args["q"], args["k"], args["v"], out=args["out"], lse=args["lse"], return_lse=True, **_scales(args))
 
 
 def _host(env, x):
@@ -213,7 +234,7 @@ def _host(env, x):
 def ragged_ref(env, args, before):
     qo, kv = _host(env, args["qo_indptr"]), _host(env, args["kv_indptr"])
     q = env.to64(args["q"])
-    k, v = (_to_nhd(env.to64(args[n]), args["kv_layout"]) for n in ("k", "v"))
+    k, v = (_to_nhd(_kv64(env, args, args[n], n), args["kv_layout"]) for n in ("k", "v"))
     outs, lses = [], []
     for b in range(len(qo) - 1):
         o, s = attention_np(q[qo[b]:qo[b + 1]], k[kv[b]:kv[b + 1]], v[kv[b]:kv[b + 1]], **_ref_kw(args))
@@ -250,6 +271,31 @@ def paged_args(draw, p, mutate, decode=False):
     return args
 
 
+def _scales(args):
+    """The fp8 cases' k_scale / v_scale (absent elsewhere)."""
+    return {n: args[n] for n in ("k_scale", "v_scale") if n in args}
+
+
+def with_fp8_cache(make):
+    """An entry's arguments with K and V as an fp8 cache (a format drawn per case), the plan's
+    kv_data_type, and k_scale / v_scale: valid values, or malformed ones when mutating."""
+    def args(draw, p, mutate):
+        a = make(draw, p, mutate)
+        kv = draw(st.sampled_from(FP8))
+        to_fp8 = (lambda x: p.env.array(p.env.to64(x).astype(np.float32), kv))
+        if "paged_kv_cache" in a:
+            a["paged_kv_cache"] = tuple(to_fp8(x) for x in a["paged_kv_cache"])
+        else:
+            a["k"], a["v"] = to_fp8(a["k"]), to_fp8(a["v"])
+        if "single" not in make.__name__:  # single prefill: the dtype is k's own
+            a["kv_data_type"] = kv
+        scales = KV_SCALES if mutate else KV_SCALES_VALID
+        a["k_scale"], a["v_scale"] = draw(st.sampled_from(scales)), draw(st.sampled_from(scales))
+        return a
+    args.__name__ = make.__name__ + "_fp8"
+    return args
+
+
 def fw_dtype(x):
     return str(getattr(x, "dtype", "float16")).removeprefix("torch.") if is_array(x) else "float16"
 
@@ -259,22 +305,25 @@ def paged_call(env, args):
     w.plan(args["qo_indptr"], args["paged_kv_indptr"], args["paged_kv_indices"], args["paged_kv_last_page_len"],
            args["num_qo_heads"], args["num_kv_heads"], args["head_dim_qk"], args["page_size"],
            causal=args["causal"], window_left=args["window_left"], logits_soft_cap=args["logits_soft_cap"],
-           sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]))
-    return w.run(args["q"], args["paged_kv_cache"], out=args["out"], lse=args["lse"], return_lse=True)
+           sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]), kv_data_type=args.get("kv_data_type"))
+    return w.run(args["q"], args["paged_kv_cache"], out=args["out"], lse=args["lse"], return_lse=True,
+                 **_scales(args))
 
 
 def decode_call(env, args):
     w = flashband.BatchDecodeWithPagedKVCacheWrapper(_workspace(env), args["kv_layout"], backend=env.backend)
     w.plan(args["indptr"], args["indices"], args["last_page_len"], args["num_qo_heads"], args["num_kv_heads"],
            args["head_dim"], args["page_size"], window_left=args["window_left"],
-           logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]))
-    return w.run(args["q"], args["paged_kv_cache"], out=args["out"], lse=args["lse"], return_lse=True)
+           logits_soft_cap=args["logits_soft_cap"], sm_scale=args["sm_scale"], q_data_type=fw_dtype(args["q"]),
+           kv_data_type=args.get("kv_data_type"))
+    return w.run(args["q"], args["paged_kv_cache"], out=args["out"], lse=args["lse"], return_lse=True,
+                 **_scales(args))
 
 
 def _paged_ref(env, args, qo, indptr, indices, last, causal):
     q = env.to64(args["q"])
     ps = int(args["page_size"])
-    k, v = (env.to64(x) for x in args["paged_kv_cache"])
+    k, v = (_kv64(env, args, x, n) for x, n in zip(args["paged_kv_cache"], ("k", "v")))
     if args["kv_layout"] == "HND":
         k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
     kw = dict(_ref_kw(args), causal=causal)
@@ -341,6 +390,11 @@ ENTRIES = {
     "ragged_prefill": (ragged_args, ragged_call, ragged_ref, ("out", "lse")),
     "paged_prefill": (paged_args, paged_call, paged_ref, ("out", "lse")),
     "paged_decode": (lambda draw, p, m: paged_args(draw, p, m, decode=True), decode_call, decode_ref, ("out", "lse")),
+    "single_prefill_fp8": (with_fp8_cache(single_args), single_call, single_ref, ("out", "lse")),
+    "ragged_prefill_fp8": (with_fp8_cache(ragged_args), ragged_call, ragged_ref, ("out", "lse")),
+    "paged_prefill_fp8": (with_fp8_cache(paged_args), paged_call, paged_ref, ("out", "lse")),
+    "paged_decode_fp8": (with_fp8_cache(lambda draw, p, m: paged_args(draw, p, m, decode=True)), decode_call,
+                         decode_ref, ("out", "lse")),
     "merge_state": (merge_args, merge_call, merge_ref, ("v_out", "s_out")),
     "merge_state_in_place": (in_place_args, in_place_call, in_place_ref, ("v", "s")),
 }
@@ -460,6 +514,12 @@ def mutate(draw, env, args):
         args[key] = draw(st.sampled_from(CAPS))
     elif key == "sm_scale":
         args[key] = draw(st.sampled_from(SCALES))
+    elif key in ("k_scale", "v_scale"):
+        arrays = [env.array(np.ones(2, np.float32), "float32"), env.array(np.ones((1,), np.float32), "float64"),
+                  env.array(np.full((1,), 0.5, np.float32), "float32")]
+        args[key] = draw(st.sampled_from(KV_SCALES + arrays))
+    elif key == "kv_data_type":
+        args[key] = draw(st.sampled_from(KV_DTYPES))
     elif is_array(value):
         if key in OUTPUTS and draw(st.booleans()):
             others = [v for k, v in args.items() if is_array(v) and k != key and not isinstance(v, tuple)]
@@ -513,8 +573,22 @@ def check_call(env, dtype, entry, data):
     _fuzz_stats.record(entry, "computed")
 
 
+def _fp8_arrays(env):
+    """Whether this env can hold an fp8 cache: torch, or NumPy with ml_dtypes."""
+    if env.framework != "numpy":
+        return True
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
 def test_bad_input_property(env, dtype, entry):
+    if entry.endswith("_fp8") and (dtype not in ("float16", "bfloat16") or not _fp8_arrays(env)):
+        pytest.skip("fp8 caches: fp16/bf16 q, and torch or NumPy with ml_dtypes")
+
     @SETTINGS
     @given(data=st.data())
     def run(data):

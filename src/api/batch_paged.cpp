@@ -36,7 +36,7 @@ namespace {
 
 RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
                   const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
-                  void* stream, const TensorView* sinks) {
+                  const KVScales& scales, void* stream, const TensorView* sinks) {
   detail::before_run(plan);
   if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
   core::AttentionParams a = plan->params;
@@ -44,6 +44,7 @@ RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_p
   bind::sinks(a, *plan, sinks);
   bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
   bind::kv_paged(a, *plan, kv);
+  bind::kv_scales(a, *plan, scales);
   RunInfo info = detail::launch(*plan, a);
   detail::after_run(captured, plan, a);
   return info;
@@ -89,7 +90,18 @@ RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, cons
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                                const TensorView* lse, void* stream, const TensorView* sinks) const {
-  return run_paged(plan_, captured_, q, kv, out, lse, stream, sinks);
+  return run(q, kv, out, lse, KVScales{}, stream, sinks);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse, const KVScales& scales) const {
+  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                               const TensorView* lse, const KVScales& scales, void* stream,
+                               const TensorView* sinks) const {
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
 }
 
 BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
@@ -115,10 +127,21 @@ RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
                               const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run(q, kv, out, lse, KVScales{}, stream, sinks);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse, const KVScales& scales) const {
+  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                              const TensorView* lse, const KVScales& scales, void* stream,
+                              const TensorView* sinks) const {
   if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
     throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse, stream, sinks);
+  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
 }
 
 void BatchPrefillPaged::check() const {

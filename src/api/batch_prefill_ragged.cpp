@@ -29,12 +29,24 @@ RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const 
 
 RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                                 const TensorView* lse, void* stream, const TensorView* sinks) const {
+  return run(q, k, v, out, lse, KVScales{}, stream, sinks);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse, const KVScales& scales) const {
+  return run(q, k, v, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
+}
+
+RunInfo BatchPrefillRagged::run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                                const TensorView* lse, const KVScales& scales, void* stream,
+                                const TensorView* sinks) const {
   detail::before_run(plan_);
   core::AttentionParams a = plan_->params;
   bind::stream(a, *plan_, stream);
   bind::sinks(a, *plan_, sinks);
   bind::q_out(a, *plan_, q, out, lse, k, v);
   bind::kv_contiguous(a, *plan_, k, v);
+  bind::kv_scales(a, *plan_, scales);
   RunInfo info = detail::launch(*plan_, a);
   detail::after_run(captured_, plan_, a);
   return info;

@@ -15,6 +15,26 @@ void common(const Arg& a, const detail::Plan& plan) {
   validate::last_dim_contiguous(a);
 }
 
+// K and V have the plan's K/V dtype: q's, or the fp8 format plan() was given.
+void kv_dtype(const Arg& a, const detail::Plan& plan) {
+  const DType kv = plan.params.kv_dtype;
+  validate::dtype(a, kv, kv == plan.shape.dtype ? "must match q" : "the kv_data_type given to plan()");
+}
+
+// One scale: the tensor's address (read by the kernel), or null for the float.
+const float* scale_of(const char* name, float value, const TensorView* tensor, const detail::Plan& plan) {
+  validate::kv_scale(name, value);
+  const DType kv = plan.params.kv_dtype;
+  if (!is_fp8(kv) && (value != 1.0f || tensor))
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(name) + ": got " + (tensor ? std::string("a tensor") : std::to_string(value)) +
+                    ", allowed: 1.0 for K/V of dtype " + dtype_name(kv) +
+                    " (scales dequantize an fp8 cache: plan with kv_data_type float8_e4m3fn or float8_e5m2)");
+  if (!tensor) return nullptr;
+  validate::kv_scale_tensor(name, *tensor, plan.shape.device, plan.shape.device_id);
+  return static_cast<const float*>(tensor->data);
+}
+
 }  // namespace
 
 void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView& q, const TensorView& out,
@@ -74,7 +94,7 @@ void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const Ten
   const char* layout = nhd ? "[tokens, num_kv_heads, head_dim] (NHD)" : "[num_kv_heads, tokens, head_dim] (HND)";
   for (const Arg& t : {Arg{"k", k}, Arg{"v", v}}) {
     validate::dims(t, 3, layout);
-    validate::dtype(t, s.dtype, "must match q");
+    kv_dtype(t, plan);
     validate::dim_equals(t, head, s.num_kv_heads, "num_kv_heads");
     validate::dim_equals(t, 2, s.head_dim, "head_dim");
     if (t.t.shape[tok] < plan.kv_indptr[plan.batch])
@@ -99,7 +119,7 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
                            : "[num_pages, num_kv_heads, page_size, head_dim] (HND)";
   for (const Arg& t : {Arg{"paged_k_cache", kv.k}, Arg{"paged_v_cache", kv.v}}) {
     validate::dims(t, 4, layout);
-    validate::dtype(t, s.dtype, "must match q");
+    kv_dtype(t, plan);
     validate::dim_equals(t, head, s.num_kv_heads, "num_kv_heads");
     validate::dim_equals(t, 3, s.head_dim, "head_dim");
     validate::dim_equals(t, slot, plan.page_size, "page_size given to plan()");
@@ -119,6 +139,13 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
   a.v_stride_page = kv.v.strides[0];
   a.v_stride_n = kv.v.strides[slot];
   a.v_stride_h = kv.v.strides[head];
+}
+
+void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScales& scales) {
+  a.k_scale_ptr = scale_of("k_scale", scales.k_scale, scales.k_scale_tensor, plan);
+  a.v_scale_ptr = scale_of("v_scale", scales.v_scale, scales.v_scale_tensor, plan);
+  a.k_scale = scales.k_scale;
+  a.v_scale = scales.v_scale;
 }
 
 void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks) {

@@ -15,6 +15,9 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
 void kv_contiguous(core::AttentionParams& a, const detail::Plan& plan, const TensorView& k, const TensorView& v);
 // k, v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk, page_size, D] (HND).
 void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVCache& kv);
+// The fp8 dequantization scales (after the K/V binding, which fixes nothing but checks the
+// plan's K/V dtype): scales other than 1.0, or tensors, only with an fp8 K/V dtype.
+void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScales& scales);
 // sinks [num_qo_heads] float32, contiguous, on the plan's device; given iff opts.sinks.
 void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks);
 // The stream run() launches on (a cudaStream_t; none for the cpu backend).

@@ -8,7 +8,7 @@ namespace flashband {
 
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const TensorView* lse, const Options& opts, const Workspace& workspace,
-                       const TensorView* sinks) {
+                       const KVScales& scales, const TensorView* sinks) {
   if (opts.cuda_graph)
     throw Error(ErrorCode::kInvalidArgument,
                 "cuda_graph: got true, allowed: false for single_prefill, which plans on every call (the "
@@ -35,6 +35,8 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   r.kv_indptr = kv_indptr;
   r.shape = {static_cast<int>(q.shape[1]), static_cast<int>(k.shape[nhd ? 1 : 0]), static_cast<int>(q.shape[2]),
              q.dtype, q.device, q.device_id};
+  // An fp8 k is the call's K/V dtype; any other must match q (bind says so by name).
+  if (is_fp8(k.dtype)) r.shape.kv_dtype = k.dtype;
   r.opts = opts;
 
   // The tensors are known here: validate and bind them before the backend plans, so a
@@ -42,6 +44,7 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   auto plan = detail::prepare_plan(r);
   bind::q_out(plan->params, *plan, q, out, lse, k, v);
   bind::kv_contiguous(plan->params, *plan, k, v);
+  bind::kv_scales(plan->params, *plan, scales);
   bind::sinks(plan->params, *plan, sinks);
   // The plan's arrays go into the workspace like a batch plan's (plan/workspace_claim.h).
   const bool device = q.device == Device::kCUDA;

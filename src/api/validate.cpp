@@ -19,6 +19,13 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// A float as it was given ("0.37", "nan", "-inf"), not std::to_string's fixed six decimals.
+std::string real(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // Byte extent [lo, hi) a strided view can touch.
 void extent(const TensorView& t, uintptr_t& lo, uintptr_t& hi) {
   const auto base = reinterpret_cast<uintptr_t>(t.data);
@@ -101,9 +108,45 @@ void dtype(const Arg& a, DType want, const char* why) {
     fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", expected " + dtype_name(want) + " (" + why + ")");
 }
 
+namespace {
+// Why fp8 is refused where a 16-bit or 32-bit float is expected.
+const char* kFp8QNote =
+    " (fp8 q is the fp8-attention path, which is not built; an fp8 cache goes in k/v with kv_data_type)";
+}  // namespace
+
 void float_dtype(const Arg& a) {
   if (a.t.dtype != DType::kF16 && a.t.dtype != DType::kBF16 && a.t.dtype != DType::kF32)
-    fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", allowed: float16, bfloat16, float32");
+    fail(std::string(a.name) + ": dtype " + dtype_name(a.t.dtype) + ", allowed: float16, bfloat16, float32" +
+         (is_fp8(a.t.dtype) ? kFp8QNote : ""));
+}
+
+void kv_dtype(DType q, DType kv) {
+  if (kv == q) return;
+  if (!is_fp8(kv))
+    fail(std::string("kv_data_type: got ") + dtype_name(kv) + " with q_data_type " + dtype_name(q) +
+         ", allowed: q's dtype, float8_e4m3fn, float8_e5m2");
+  if (q != DType::kF16 && q != DType::kBF16)
+    fail(std::string("kv_data_type: got ") + dtype_name(kv) + " with q_data_type " + dtype_name(q) +
+         "; an fp8 cache is read with float16 or bfloat16 q");
+}
+
+void kv_scale(const char* name, float value) {
+  if (!(value > 0.0f) || !std::isfinite(value))
+    fail(std::string(name) + ": got " + real(value) + ", allowed: finite and > 0");
+}
+
+void kv_scale_tensor(const char* name, const TensorView& t, Device device, int device_id) {
+  const std::string n(name);
+  if (t.numel() != 1) fail(n + ": shape " + t.shape_string() + ", allowed: one element");
+  if (t.dtype != DType::kF32) fail(n + ": dtype " + dtype_name(t.dtype) + ", allowed: float32");
+  if (t.device != device || (device == Device::kCUDA && t.device_id != device_id))
+    fail(n + ": on " + (t.device == Device::kCUDA ? "cuda:" + str(t.device_id) : std::string("the host")) +
+         ", allowed: the plan's device (" + (device == Device::kCUDA ? "cuda:" + str(device_id) : std::string("host")) +
+         ")");
+  if (!t.data) fail(n + ": data is null");
+  if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0)
+    fail(n + ": pointer " + str(reinterpret_cast<uintptr_t>(t.data)) + " is not 4-byte aligned");
+  if (device == Device::kCPU) kv_scale(name, *static_cast<const float*>(t.data));
 }
 
 void last_dim_contiguous(const Arg& a) {

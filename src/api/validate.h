@@ -31,6 +31,13 @@ void dtype(const Arg& a, DType want, const char* why);
 // Dimension `dim` is at most 2^31 - 1 (lengths and head counts are int32 inside).
 void fits_int32(const Arg& a, int dim, const char* what);
 void float_dtype(const Arg& a);                                          // f16, bf16, f32
+// The K/V dtype a plan is given beside q's: q's own, or an fp8 format with fp16/bf16 q.
+void kv_dtype(DType q_dtype, DType kv_dtype);
+// An fp8 dequantization scale (KVScales): finite and > 0.
+void kv_scale(const char* name, float value);
+// A scale tensor: one float32 element on `device` (4-byte aligned); a host one's value is
+// checked like a float (a device one is read only by the kernel).
+void kv_scale_tensor(const char* name, const TensorView& t, Device device, int device_id);
 void last_dim_contiguous(const Arg& a);
 // Every tensor on `device` (and device id); on CUDA a 16-byte aligned base pointer and, for
 // tensors whose rows kernels read as 16-byte vectors (q, k, v, out), 16-byte aligned rows.

@@ -1,4 +1,4 @@
-// Bit-level fp16 <-> float and bf16 <-> float conversions with round-to-nearest-even and
+// Bit-level fp16 <-> float and bf16 <-> float conversions, and fp8 (e4m3fn, e5m2) -> float, with round-to-nearest-even and
 // correct NaN / infinity / subnormal handling. Host code (the cpu backend, the tests, the
 // CLI) uses these instead of CUDA's cuda_fp16.h / cuda_bf16.h so that no CUDA header is
 // needed on the host; the functions are FB_HD so device code may use them too.
@@ -79,6 +79,22 @@ FB_HD uint16_t float_to_bf16_bits(float f) {
   // Round to nearest even on the dropped 16 bits; overflow correctly reaches infinity.
   const uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(rounded >> 16);
+}
+
+// ---- fp8, decode only (an fp8 KV cache is read, never written, by flashband) ----
+
+// e5m2 is binary16 with the low 8 mantissa bits cut off: its byte is the top byte of a half.
+FB_HD float e5m2_bits_to_float(uint8_t b) { return half_bits_to_float(static_cast<uint16_t>(b) << 8); }
+
+// e4m3fn: bias 7, 3 mantissa bits, no infinity; S.1111.111 is NaN, so 448 is the largest
+// finite value. Every value is exact in float.
+FB_HD float e4m3_bits_to_float(uint8_t b) {
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t exp = (b >> 3) & 0xfu;
+  const uint32_t mant = b & 0x7u;
+  if (exp == 0xfu && mant == 0x7u) return bits_float(sign | 0x7fc00000u);
+  if (exp == 0) return bits_float(sign | float_bits(static_cast<float>(mant) * 0.001953125f));  // mant * 2^-9
+  return bits_float(sign | ((exp + 120u) << 23) | (mant << 20));  // rebias 7 -> 127
 }
 
 }  // namespace flashband::core

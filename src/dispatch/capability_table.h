@@ -19,7 +19,11 @@ enum class Status {
 const char* status_name(Status s);
 
 struct Limits {
-  std::vector<DType> dtypes;
+  std::vector<DType> dtypes;     // of q (and of K/V stored in q's dtype)
+  // K/V stored in another dtype than q's: the fp8 formats this backend dequantizes as it
+  // reads them (SPEC.md "Quantized KV (fp8)"); where empty, kv_dtypes_note says why.
+  std::vector<DType> kv_dtypes;
+  const char* kv_dtypes_note = "";
   std::vector<int> head_dims;  // empty: any head_dim in [1, max_head_dim]
   int max_head_dim = 0;
   bool causal = true;

@@ -44,6 +44,10 @@ void check_kernel_fits(const KernelEntry& e, const core::AttentionParams& params
                                           " whose soft-cap axis does not match logits_soft_cap");
   if (e.key.dtype != params.dtype || (e.key.head_dim != 0 && e.key.head_dim != params.head_dim))
     throw Error(ErrorCode::kInternal, "dispatch chose kernel " + e.key.to_string() + " for a different dtype or head_dim");
+  // An fp8 cache read by a 16-bit kernel (or the reverse) would be garbage, not an error.
+  if (e.key.kv_dtype != params.kv_dtype)
+    throw Error(ErrorCode::kInternal, "dispatch chose kernel " + e.key.to_string() + " for K/V of dtype " +
+                                          dtype_name(params.kv_dtype));
 }
 
 const Registry& registry() {

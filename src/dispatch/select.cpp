@@ -17,7 +17,7 @@ VariantKey variant_for(const ProblemDesc& p, Backend backend) {
   k.storage = (p.op == Op::kPagedPrefill || p.op == Op::kPagedDecode) ? core::KVStorage::kPaged
                                                                        : core::KVStorage::kContiguous;
   k.dtype = p.dtype;
-  k.kv_dtype = p.dtype;  // until ProblemDesc carries an fp8 KV dtype (issue 65)
+  k.kv_dtype = p.kv_dtype.value_or(p.dtype);
   k.head_dim = p.head_dim;
   k.needs_mask = core::needs_mask(p.causal, p.window_left, p.window_right);
   k.soft_cap = p.soft_cap;
@@ -41,12 +41,23 @@ std::string list_dtypes(const Limits& l) {
   return s;
 }
 
+// "q's dtype, float8_e4m3fn", or "q's dtype only: <why>" for a row without fp8 K/V.
+std::string list_kv_dtypes(const Limits& l) {
+  std::string s = "q's dtype";
+  for (DType d : l.kv_dtypes) s += std::string(", ") + dtype_name(d);
+  if (l.kv_dtypes.empty() && *l.kv_dtypes_note) s += std::string(" only: ") + l.kv_dtypes_note;
+  return s;
+}
+
 std::string prefix(Backend b) { return std::string("backend '") + backend_name(b) + "' "; }
 
 // Empty when the limits cover the problem, else the reason naming the parameter.
 std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
   if (std::find(l.dtypes.begin(), l.dtypes.end(), p.dtype) == l.dtypes.end())
     return prefix(b) + "does not support dtype " + dtype_name(p.dtype) + " (supports " + list_dtypes(l) + ")";
+  const DType kv = p.kv_dtype.value_or(p.dtype);
+  if (kv != p.dtype && std::find(l.kv_dtypes.begin(), l.kv_dtypes.end(), kv) == l.kv_dtypes.end())
+    return prefix(b) + "does not support kv_dtype " + dtype_name(kv) + " (supports " + list_kv_dtypes(l) + ")";
   const bool dim_ok = l.head_dims.empty()
                           ? (p.head_dim >= 1 && p.head_dim <= l.max_head_dim)
                           : std::find(l.head_dims.begin(), l.head_dims.end(), p.head_dim) != l.head_dims.end();

@@ -17,11 +17,42 @@ std::string arch_range(const dispatch::CapabilityRow& r) {
   return r.min_arch == r.max_arch ? cc(r.min_arch) : cc(r.min_arch) + "–" + cc(r.max_arch);
 }
 
+const char* short_dtype(DType d) {
+  switch (d) {
+    case DType::kF16: return "fp16";
+    case DType::kBF16: return "bf16";
+    case DType::kF32: return "fp32";
+    case DType::kE4M3: return "e4m3";
+    case DType::kE5M2: return "e5m2";
+    default: return "?";
+  }
+}
+
 std::string dtypes(const dispatch::Limits& l) {
   std::string s;
-  for (size_t i = 0; i < l.dtypes.size(); ++i)
-    s += std::string(i ? ", " : "") + (l.dtypes[i] == DType::kF16 ? "fp16" : l.dtypes[i] == DType::kBF16 ? "bf16" : "fp32");
+  for (size_t i = 0; i < l.dtypes.size(); ++i) s += std::string(i ? ", " : "") + short_dtype(l.dtypes[i]);
   return s;
+}
+
+// The K/V dtypes column: q's always, then the fp8 formats the row dequantizes.
+std::string kv_dtypes(const dispatch::Limits& l) {
+  std::string s = "as q";
+  for (DType d : l.kv_dtypes) s += std::string(", ") + short_dtype(d);
+  return s;
+}
+
+// "sm80 (why), cudnn (why)" for the backends with a supported row lacking fp8 K/V.
+std::string fp8_refusals() {
+  std::string out;
+  for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    for (const auto& r : dispatch::capability_table()) {
+      if (r.backend == b && r.status != dispatch::Status::kUnsupported && r.limits.kv_dtypes.empty()) {
+        out += (out.empty() ? "" : "; ") + std::string(backend_name(b)) + " (" + r.limits.kv_dtypes_note + ")";
+        break;
+      }
+    }
+  }
+  return out.empty() ? "none" : out;
 }
 
 std::string head_dims(const dispatch::Limits& l) {
@@ -71,7 +102,8 @@ std::string refused_by(Allows allows) {
 
 std::string support_matrix_markdown() {
   std::ostringstream s;
-  s << "| op | backend | arch | status | dtypes | head dims | causal | window | window_right | soft cap | sinks | LSE | layouts | page sizes |\n";
+  s << "| op | backend | arch | status | dtypes | K/V dtypes | head dims | causal | window | window_right | soft cap | "
+       "sinks | LSE | layouts | page sizes |\n";
   s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : dispatch::capability_table()) {
     s << "| " << op_name(r.op) << " | " << backend_name(r.backend) << " | " << arch_range(r) << " | "
@@ -81,9 +113,13 @@ std::string support_matrix_markdown() {
       continue;
     }
     const auto& l = r.limits;
-    s << " | " << dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | " << windows(l) << " | "
-      << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.sinks) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
+    s << " | " << dtypes(l) << " | " << kv_dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | "
+      << windows(l) << " | " << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.sinks) << " | "
+      << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
+  s << "\nfp8 K/V (float8_e4m3fn, float8_e5m2, with fp16 or bf16 q and per-tensor k_scale / v_scale) is "
+       "refused by: "
+    << fp8_refusals() << ".\n";
   s << "\nA sliding window (window_left or window_right) with a request whose qo_len > kv_len is refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.window_qo_longer_than_kv; }) << ".\n";
   s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: "

@@ -148,7 +148,11 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   validate::heads(r.shape.num_qo_heads, r.shape.num_kv_heads, r.shape.head_dim);
   validate::stream_for_device(r.opts.stream, r.shape.device);
   if (r.shape.dtype != DType::kF16 && r.shape.dtype != DType::kBF16 && r.shape.dtype != DType::kF32)
-    fail(std::string("q_data_type: got ") + dtype_name(r.shape.dtype) + ", allowed: float16, bfloat16, float32");
+    fail(std::string("q_data_type: got ") + dtype_name(r.shape.dtype) + ", allowed: float16, bfloat16, float32" +
+         (is_fp8(r.shape.dtype) ? " (fp8 q is the fp8-attention path, which is not built; an fp8 cache takes "
+                                  "kv_data_type)" : ""));
+  const DType kv_dtype = r.shape.kv_dtype.value_or(r.shape.dtype);
+  validate::kv_dtype(r.shape.dtype, kv_dtype);
 
   auto plan = std::make_shared<Plan>();
   Plan& p = *plan;
@@ -206,6 +210,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   ProblemDesc& d = p.problem;
   d.op = r.op;
   d.dtype = r.shape.dtype;
+  d.kv_dtype = kv_dtype;
   d.device = r.shape.device;
   d.device_id = r.shape.device_id;
   d.head_dim = r.shape.head_dim;
@@ -236,7 +241,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   core::AttentionParams& a = p.params;
   a.op = r.op;
   a.dtype = d.dtype;
-  a.kv_dtype = d.dtype;  // until plans carry an fp8 KV dtype (issue 65)
+  a.kv_dtype = kv_dtype;
   a.batch = r.batch;
   a.num_qo_heads = d.num_qo_heads;
   a.num_kv_heads = d.num_kv_heads;

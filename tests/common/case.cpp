@@ -59,6 +59,10 @@ std::string Case::name() const {
   std::ostringstream s;
   s << entry_point_name(entry) << '_' << dtype_name(dtype) << "_d" << head_dim << "_h" << num_qo_heads << 'x'
     << num_kv_heads;
+  if (kv_dtype) s << "_kv" << dtype_name(*kv_dtype);
+  if (k_scale != 1.0f) s << "_ks" << number_token(k_scale);
+  if (v_scale != 1.0f) s << "_vs" << number_token(v_scale);
+  if (scale_tensors) s << "_scaletensor";
   if (entry != EntryPoint::kDecode) s << "_q" << lens_token(qo_lens);
   s << "_k" << lens_token(kv_lens);
   s << (causal ? "_causal" : "_full");

@@ -22,6 +22,13 @@ struct Case {
   int num_kv_heads = 1;
   int head_dim = 64;
   DType dtype = DType::kF16;
+  // fp8 K/V (SPEC.md "Quantized KV (fp8)"): unset stores K and V in `dtype`. fp8 data span
+  // the format's range, largest finite values and subnormals included (make_case_data).
+  std::optional<DType> kv_dtype;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
+  // Pass the scales as one-element float32 tensors on the device (the floats then 1.0).
+  bool scale_tensors = false;
   bool causal = false;
   int window_left = -1;
   int window_right = -1;  // with causal only -1 or 0 (SPEC.md)

@@ -97,7 +97,20 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   const TensorView* sinks_arg = c.sinks.empty() ? nullptr : &sinksv;
 
   const Options opts = case_options(c);
-  const BatchShape shape{Hq, Hk, D, c.dtype, dev, 0};
+  const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
+  BatchShape shape{Hq, Hk, D, c.dtype, dev, 0};
+  shape.kv_dtype = c.kv_dtype;
+
+  // fp8 scales: floats, or one-element float32 tensors on the device (the floats left 1.0,
+  // so a run that read the float instead of the tensor fails the check).
+  HostArray scale_values(DType::kF32, 2);
+  scale_values.set(0, c.k_scale);
+  scale_values.set(1, c.v_scale);
+  const DeviceBuffer dscales = to_device(dev, scale_values);
+  const TensorView k_scale_t = TensorView::contiguous(dscales.data(), DType::kF32, {1}, dev);
+  const TensorView v_scale_t = TensorView::contiguous(static_cast<float*>(dscales.data()) + 1, DType::kF32, {1}, dev);
+  const KVScales scales = c.scale_tensors ? KVScales{1.0f, 1.0f, &k_scale_t, &v_scale_t}
+                                          : KVScales{c.k_scale, c.v_scale, nullptr, nullptr};
   int64_t max_page_indices = 0;  // what a real caller would size for (paged entry points)
   if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode)
     for (int kv : c.kv_lens) max_page_indices += (kv + c.page_size - 1) / c.page_size;
@@ -127,11 +140,11 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   switch (c.entry) {
     case EntryPoint::kSingle:
     case EntryPoint::kRagged: {
-      const HostArray hk = pack_contiguous(c.dtype, c.layout, k_rows, kv_lens, Hk, D, &kv_indptr);
-      const HostArray hv = pack_contiguous(c.dtype, c.layout, v_rows, kv_lens, Hk, D, &kv_indptr);
+      const HostArray hk = pack_contiguous(kv_dtype, c.layout, k_rows, kv_lens, Hk, D, &kv_indptr);
+      const HostArray hv = pack_contiguous(kv_dtype, c.layout, v_rows, kv_lens, Hk, D, &kv_indptr);
       const int64_t nnz = kv_indptr.back();
-      kview = nhd ? TensorView::contiguous(nullptr, c.dtype, {nnz, Hk, D}, dev)
-                  : TensorView::contiguous(nullptr, c.dtype, {Hk, nnz, D}, dev);
+      kview = nhd ? TensorView::contiguous(nullptr, kv_dtype, {nnz, Hk, D}, dev)
+                  : TensorView::contiguous(nullptr, kv_dtype, {Hk, nnz, D}, dev);
       // far_kv: the tokens (NHD) or heads (HND) spread apart, poison between them. NHD: the
       // longest request's last token lies past element 2^31 counted from that request's
       // first, so offsets taken relative to a request wrap too (and the last token's from
@@ -147,10 +160,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       kview.data = dk.data();
       vview.data = dv.data();
       if (c.entry == EntryPoint::kSingle) {
-        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, sinks_arg); };
+        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales, sinks_arg); };
       } else {
         ragged.plan(qo_indptr.data(), kv_indptr.data(), B, shape, opts, ws);
-        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, opts.stream, sinks_arg); };
+        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, scales, opts.stream, sinks_arg); };
       }
       break;
     }
@@ -160,7 +173,7 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       // cuDNN loads whole key tiles: rows past kv_len in its last page take a weight of 0.
       const UnusedSlots unused =
           c.backend == Backend::kCUDNN ? UnusedSlots::kFiniteInNamedPages : UnusedSlots::kNaN;
-      const PagedCache host = pack_paged(c.dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D, unused);
+      const PagedCache host = pack_paged(kv_dtype, c.layout, c.stacked_kv, pages, k_rows, v_rows, kv_lens, Hk, D, unused);
       // far_kv: `far` poison pages in front of the pool (every layout is page-major), and
       // every page index moved past them.
       const int64_t page_elems = int64_t{c.page_size} * Hk * D * (c.stacked_kv ? 2 : 1);
@@ -173,15 +186,15 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       };
       dk = to_pool(host.k);
       if (c.stacked_kv) {
-        const TensorView kv = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, 2, ps, Hk, D}, dev)
-                                  : TensorView::contiguous(dk.data(), c.dtype, {P, 2, Hk, ps, D}, dev);
+        const TensorView kv = nhd ? TensorView::contiguous(dk.data(), kv_dtype, {P, 2, ps, Hk, D}, dev)
+                                  : TensorView::contiguous(dk.data(), kv_dtype, {P, 2, Hk, ps, D}, dev);
         cache = PagedKVCache::from_stacked(kv);
       } else {
         dv = to_pool(host.v);
-        cache.k = nhd ? TensorView::contiguous(dk.data(), c.dtype, {P, ps, Hk, D}, dev)
-                      : TensorView::contiguous(dk.data(), c.dtype, {P, Hk, ps, D}, dev);
-        cache.v = nhd ? TensorView::contiguous(dv.data(), c.dtype, {P, ps, Hk, D}, dev)
-                      : TensorView::contiguous(dv.data(), c.dtype, {P, Hk, ps, D}, dev);
+        cache.k = nhd ? TensorView::contiguous(dk.data(), kv_dtype, {P, ps, Hk, D}, dev)
+                      : TensorView::contiguous(dk.data(), kv_dtype, {P, Hk, ps, D}, dev);
+        cache.v = nhd ? TensorView::contiguous(dv.data(), kv_dtype, {P, ps, Hk, D}, dev)
+                      : TensorView::contiguous(dv.data(), kv_dtype, {P, Hk, ps, D}, dev);
       }
       PagedIndex index;
       index.indptr = pages.indptr.data();
@@ -191,10 +204,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       index.num_pages = pages.num_pages;
       if (c.entry == EntryPoint::kPaged) {
         paged.plan(qo_indptr.data(), index, B, shape, opts, ws);
-        run = [&] { return paged.run(qv, cache, outv, lse_arg, opts.stream, sinks_arg); };
+        run = [&] { return paged.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
       } else {
         decode.plan(index, B, shape, opts, ws);
-        run = [&] { return decode.run(qv, cache, outv, lse_arg, opts.stream, sinks_arg); };
+        run = [&] { return decode.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
       }
       break;
     }

@@ -69,6 +69,7 @@ ProblemDesc problem_of(const Case& c) {
     case EntryPoint::kDecode: d.op = Op::kPagedDecode; break;
   }
   d.dtype = c.dtype;
+  d.kv_dtype = c.kv_dtype;
   d.device = c.device;
   d.head_dim = c.head_dim;
   d.num_qo_heads = c.num_qo_heads;
@@ -96,6 +97,35 @@ ProblemDesc problem_of(const Case& c) {
   return d;
 }
 
+namespace {
+
+// fp8 K or V of one request, [kv_len, Hk, D]: element d of a row is normal / scale (so the
+// dequantized values have unit spread), except d = 0, which spans the format: magnitudes
+// log-uniform from the smallest subnormal to `top`, with the first tokens planted at
+// +top, -top, the smallest and the largest subnormal.
+std::vector<double> draw_fp8(DType kv, Rng& rng, int kv_len, int Hk, int D, double scale, double top) {
+  const double min_sub = kv == DType::kE4M3 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -16);
+  const double max_sub = kv == DType::kE4M3 ? 7 * std::ldexp(1.0, -9) : 3 * std::ldexp(1.0, -16);
+  const double planted[] = {top, -top, min_sub, max_sub};
+  std::vector<double> x(static_cast<std::size_t>(kv_len) * Hk * D);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t token = i / (static_cast<std::size_t>(Hk) * D);
+    if (i % D != 0) {
+      x[i] = round_to_dtype(kv, rng.normal() / scale);
+    } else if (token < 4) {
+      x[i] = planted[token];
+    } else {
+      const double mag = min_sub * std::pow(top / min_sub, rng.uniform());
+      x[i] = round_to_dtype(kv, rng.uniform() < 0.5 ? -mag : mag);
+    }
+  }
+  return x;
+}
+
+double fp8_max(DType kv) { return kv == DType::kE4M3 ? 448.0 : 57344.0; }
+
+}  // namespace
+
 std::vector<RequestData> make_case_data(const Case& c) {
   validate_case(c);
   const std::vector<int> qo = case_qo_lens(c);
@@ -105,14 +135,30 @@ std::vector<RequestData> make_case_data(const Case& c) {
     for (double& e : x) e = round_to_dtype(c.dtype, rng.normal());
     return x;
   };
+  const DType kv = c.kv_dtype.value_or(c.dtype);
+  const bool fp8 = is_fp8(kv);
+  // K's d = 0 reaches the format's largest value; q's d = 0 shrinks by as much, so that
+  // key's logits stay of unit spread (else softmax is one-hot and the LSE past float32's
+  // resolution). V's top is the largest value whose output fits q's dtype after v_scale.
+  const double k_top = fp8 ? fp8_max(kv) : 0.0;
+  double v_top = k_top;
+  if (fp8 && c.dtype == DType::kF16 && v_top * c.v_scale > 60000.0)
+    v_top = round_to_dtype(kv, 40000.0 / c.v_scale);
   std::vector<RequestData> data(c.kv_lens.size());
   for (std::size_t b = 0; b < data.size(); ++b) {
     RequestData& r = data[b];
     r.qo_len = qo[b];
     r.kv_len = c.kv_lens[b];
     r.q = draw(static_cast<std::size_t>(r.qo_len) * c.num_qo_heads * c.head_dim);
-    r.k = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
-    r.v = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
+    if (!fp8) {
+      r.k = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
+      r.v = draw(static_cast<std::size_t>(r.kv_len) * c.num_kv_heads * c.head_dim);
+      continue;
+    }
+    for (std::size_t i = 0; i < r.q.size(); i += static_cast<std::size_t>(c.head_dim))
+      r.q[i] = round_to_dtype(c.dtype, r.q[i] / (k_top * c.k_scale));
+    r.k = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.k_scale, k_top);
+    r.v = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.v_scale, v_top);
   }
   return data;
 }
@@ -132,6 +178,8 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, Wi
     p.window_right = window.right;
     p.logits_soft_cap = c.logits_soft_cap;
     p.sm_scale = case_sm_scale(c);
+    p.k_scale = c.k_scale;
+    p.v_scale = c.v_scale;
     p.sinks.assign(c.sinks.begin(), c.sinks.end());
     results[b] = oracle_empty_result(p);
   }

@@ -10,7 +10,8 @@
 namespace flashband::testing {
 
 // The nearest value representable in `dtype` (round to nearest even; through float for the
-// 16-bit types).
+// 16-bit types; directly from double for fp8, whose out-of-range values become NaN (e4m3fn)
+// or infinity (e5m2)).
 double round_to_dtype(DType dtype, double x);
 
 // Element i of a host array of `dtype`.

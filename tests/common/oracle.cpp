@@ -69,7 +69,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
       for (; d + 4 <= D; d += 4)
         for (int e = 0; e < 4; ++e) part[e] += qi[d + e] * kj[d + e];
       for (; d < D; ++d) part[0] += qi[d] * kj[d];
-      double x = p.sm_scale * ((part[0] + part[1]) + (part[2] + part[3]));
+      double x = p.sm_scale * p.k_scale * ((part[0] + part[1]) + (part[2] + part[3]));
       if (p.logits_soft_cap > 0.0) x = p.logits_soft_cap * std::tanh(x / p.logits_soft_cap);
       s[j] = x;
       m = std::max(m, x);
@@ -91,7 +91,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
     for (int d = 0; d < D; ++d) oi[d] = 0.0;
     for (int j = 0; j < p.kv_len; ++j) {
       if (!vis[j]) continue;
-      const double w = std::exp(s[j] - m) / sum;
+      const double w = p.v_scale * std::exp(s[j] - m) / sum;
       const double* vj = &v[(static_cast<std::size_t>(j) * Hk + hk) * D];
       for (int d = 0; d < D; ++d) oi[d] += w * vj[d];
     }

@@ -18,6 +18,10 @@ struct OracleProblem {
   int window_right = -1;         // as given by the user: -1 no right bound, r >= 0
   double logits_soft_cap = 0.0;  // 0: off
   double sm_scale = 1.0;
+  // fp8 K/V dequantization (SPEC.md): logits scale by k_scale, outputs by v_scale; k and v
+  // are then the stored fp8 values, exact in double.
+  double k_scale = 1.0;
+  double v_scale = 1.0;
   // Attention sinks, natural-log domain: [num_qo_heads], or empty for none (SPEC.md).
   std::vector<double> sinks;
 };

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "api/validate.h"
@@ -178,6 +179,7 @@ void fuzz_sizes(Bytes& in) {
 struct Problem {
   int hq, hk, d;
   DType dtype;
+  DType kv_dtype;  // q's, or (a quarter of the time) an fp8 cache
   Options opts;
   explicit Problem(Bytes& in) {
     hk = in.count(3);
@@ -185,9 +187,36 @@ struct Problem {
     d = in.upto(3) == 0 ? in.count(600) : 8 * (1 + in.upto(3));
     dtype = dtype_of(in);
     opts = options_of(in);
+    kv_dtype = in.upto(3) == 0 ? (in.bit() ? DType::kE4M3 : DType::kE5M2) : dtype;
   }
-  BatchShape shape() const { return BatchShape{hq, hk, d, dtype, Device::kCPU, 0}; }
+  BatchShape shape() const {
+    BatchShape s{hq, hk, d, dtype, Device::kCPU, 0};
+    if (kv_dtype != dtype) s.kv_dtype = kv_dtype;
+    return s;
+  }
 };
+
+// run()'s fp8 scales: mostly valid, sometimes any float, sometimes one-element tensors
+// (perturbed like every tensor here); the tensors live in k_t and v_t.
+KVScales scales_of(Bytes& in, Tensor& k_t, Tensor& v_t) {
+  auto value = [&in] {
+    switch (in.upto(3)) {
+      case 0: return in.take<float>();
+      case 1: return 0.37f;
+      case 2: return 3.1f;
+      default: return 1.0f;
+    }
+  };
+  KVScales s;
+  s.k_scale = value();
+  s.v_scale = value();
+  for (auto [t, slot] : {std::pair{&k_t, &s.k_scale_tensor}, std::pair{&v_t, &s.v_scale_tensor}}) {
+    if (in.upto(3) != 0) continue;
+    *t = Tensor(in, {1}, DType::kF32);
+    if (t->valid) *slot = &t->view;
+  }
+  return s;
+}
 
 // q/out [tokens, Hq, D] and lse [tokens, Hq] as the problem asks (each then perturbed).
 struct Outputs {
@@ -200,8 +229,8 @@ struct Outputs {
 };
 
 Tensor kv_tensor(Bytes& in, const Problem& p, int64_t tokens) {
-  return p.opts.kv_layout == KVLayout::kNHD ? Tensor(in, {tokens, p.hk, p.d}, p.dtype)
-                                            : Tensor(in, {p.hk, tokens, p.d}, p.dtype);
+  return p.opts.kv_layout == KVLayout::kNHD ? Tensor(in, {tokens, p.hk, p.d}, p.kv_dtype)
+                                            : Tensor(in, {p.hk, tokens, p.d}, p.kv_dtype);
 }
 
 void fuzz_single(Bytes& in) {
@@ -211,7 +240,10 @@ void fuzz_single(Bytes& in) {
   Tensor k = kv_tensor(in, p, kv), v = kv_tensor(in, p, kv);
   if (!o.valid() || !k.valid || !v.valid) return;
   const TensorView* lse = o.lse_arg(in);
-  expect_clean([&] { single_prefill(o.q.view, k.view, v.view, o.out.view, lse, p.opts); }, {&o.out, &o.lse});
+  Tensor k_t, v_t;
+  const KVScales scales = scales_of(in, k_t, v_t);
+  expect_clean([&] { single_prefill(o.q.view, k.view, v.view, o.out.view, lse, p.opts, {}, scales); },
+               {&o.out, &o.lse});
 }
 
 void fuzz_ragged(Bytes& in) {
@@ -235,7 +267,9 @@ void fuzz_ragged(Bytes& in) {
   Tensor k = kv_tensor(in, p, kv[batch]), v = kv_tensor(in, p, kv[batch]);
   if (!o.valid() || !k.valid || !v.valid) return;
   const TensorView* lse = o.lse_arg(in);
-  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse); }, {&o.out, &o.lse});
+  Tensor k_t, v_t;
+  const KVScales scales = scales_of(in, k_t, v_t);
+  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse, scales); }, {&o.out, &o.lse});
 }
 
 struct Pages {
@@ -262,8 +296,8 @@ struct Pages {
 PagedKVCache cache_of(Bytes& in, const Problem& p, const PagedIndex& pages, Tensor& k, Tensor& v) {
   const int64_t n = pages.num_pages, ps = pages.page_size;
   const bool nhd = p.opts.kv_layout == KVLayout::kNHD;
-  k = nhd ? Tensor(in, {n, ps, p.hk, p.d}, p.dtype) : Tensor(in, {n, p.hk, ps, p.d}, p.dtype);
-  v = nhd ? Tensor(in, {n, ps, p.hk, p.d}, p.dtype) : Tensor(in, {n, p.hk, ps, p.d}, p.dtype);
+  k = nhd ? Tensor(in, {n, ps, p.hk, p.d}, p.kv_dtype) : Tensor(in, {n, p.hk, ps, p.d}, p.kv_dtype);
+  v = nhd ? Tensor(in, {n, ps, p.hk, p.d}, p.kv_dtype) : Tensor(in, {n, p.hk, ps, p.d}, p.kv_dtype);
   return PagedKVCache{k.view, v.view};
 }
 
@@ -288,12 +322,14 @@ void fuzz_paged(Bytes& in, bool decode) {
   const PagedKVCache cache = cache_of(in, p, pages.index, k, v);
   if (!o.valid() || !k.valid || !v.valid) return;
   const TensorView* lse = o.lse_arg(in);
+  Tensor k_t, v_t;
+  const KVScales scales = scales_of(in, k_t, v_t);
   expect_clean(
       [&] {
         if (decode)
-          dec.run(o.q.view, cache, o.out.view, lse);
+          dec.run(o.q.view, cache, o.out.view, lse, scales);
         else
-          prefill.run(o.q.view, cache, o.out.view, lse);
+          prefill.run(o.q.view, cache, o.out.view, lse, scales);
       },
       {&o.out, &o.lse});
 }

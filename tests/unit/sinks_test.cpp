@@ -160,7 +160,7 @@ TEST(Sinks, BadInputIsRefusedByName) {
   o.sinks = true;
   auto expect = [&](const Options& opts, const TensorView* s, const std::string& needle) {
     try {
-      single_prefill(tq, tk, tk, to, nullptr, opts, {}, s);
+      single_prefill(tq, tk, tk, to, nullptr, opts, {}, {}, s);
       ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();

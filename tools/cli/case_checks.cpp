@@ -22,6 +22,8 @@ constexpr FlagName kFlags[] = {
     {"window_left", "--window"},        {"window_right", "--window-right"}, {"logits_soft_cap", "--soft-cap"},
     {"sm_scale", "--sm-scale"},         {"sinks", "--sinks"},
     {"page_size", "--page-size"},       {"kv_layout", "--layout"},         {"dtype", "--dtype"},
+    {"q_data_type", "--dtype"},         {"kv_data_type", "--kv-dtype"},    {"kv_dtype", "--kv-dtype"},
+    {"k_scale", "--k-scale"},           {"v_scale", "--v-scale"},
 };
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
@@ -71,6 +73,15 @@ void check_case(const testing::Case& c) {
   try {
     validate::options(testing::case_options(c));
     validate::heads(c.num_qo_heads, c.num_kv_heads, c.head_dim);
+    // fp8 K/V and its scales, as plan() and run() judge them.
+    const DType kv = c.kv_dtype.value_or(c.dtype);
+    validate::kv_dtype(c.dtype, kv);
+    validate::kv_scale("k_scale", c.k_scale);
+    validate::kv_scale("v_scale", c.v_scale);
+    if (!is_fp8(kv) && (c.k_scale != 1.0f || c.v_scale != 1.0f || c.scale_tensors))
+      throw Error(ErrorCode::kInvalidArgument, std::string(c.scale_tensors ? "--scale-tensors" : "k_scale/v_scale") +
+                                                   ": given with K/V stored as " + dtype_name(kv) +
+                                                   "; scales dequantize an fp8 cache (--kv-dtype e4m3 or e5m2)");
   } catch (const Error& e) {
     refuse(e.code(), e.what());
   }

@@ -1,5 +1,6 @@
 // `flashband run`: one problem from flags, on random data, optionally checked and timed.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "api/validate.h"
@@ -34,6 +35,14 @@ DType parse_dtype(const std::string& s) {
   if (s == "bf16" || s == "bfloat16") return DType::kBF16;
   if (s == "fp32" || s == "f32" || s == "float32") return DType::kF32;
   throw Error(ErrorCode::kInvalidArgument, "--dtype: got '" + s + "', allowed: fp16, bf16, fp32");
+}
+
+// --kv-dtype: the K/V storage; "as-q" (the default) stores them in q's dtype.
+std::optional<DType> parse_kv_dtype(const std::string& s) {
+  if (s == "as-q") return std::nullopt;
+  if (s == "e4m3" || s == "fp8_e4m3" || s == "float8_e4m3fn") return DType::kE4M3;
+  if (s == "e5m2" || s == "fp8_e5m2" || s == "float8_e5m2") return DType::kE5M2;
+  throw Error(ErrorCode::kInvalidArgument, "--kv-dtype: got '" + s + "', allowed: as-q, e4m3, e5m2");
 }
 
 KVLayout parse_layout(const std::string& s) {
@@ -127,6 +136,10 @@ int cmd_run(Args& a) {
   c.num_kv_heads = a.integer("kv-heads", c.num_qo_heads);
   c.head_dim = a.integer("head-dim", 128);
   c.dtype = parse_dtype(a.str("dtype", "bf16"));
+  c.kv_dtype = parse_kv_dtype(a.str("kv-dtype", "as-q"));
+  if (a.given("k-scale")) c.k_scale = float_flag(a, "k-scale", "k_scale");
+  if (a.given("v-scale")) c.v_scale = float_flag(a, "v-scale", "v_scale");
+  c.scale_tensors = a.flag("scale-tensors");
   c.causal = a.flag("causal");
   c.window_left = a.integer("window", -1);
   c.window_right = a.integer("window-right", -1);

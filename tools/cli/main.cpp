@@ -17,7 +17,8 @@ commands:
              --entry single|ragged|paged|decode  --batch N  --qo-len N --kv-len N
              --qo-lens a,b,c --kv-lens a,b,c  --heads N --kv-heads N --head-dim D
              --dtype fp16|bf16|fp32  --causal  --window W  --window-right R  --soft-cap C
-             --sm-scale S  --sinks s0,s1,...  (attention sinks, one per query head)
+             --sm-scale S  --kv-dtype as-q|e4m3|e5m2  --k-scale S --v-scale S  --scale-tensors
+             --sinks s0,s1,...  (attention sinks, one per query head)
              --page-size P  --layout NHD|HND  --stacked  --no-lse
              --backend auto|cpu|sm80|sm90|cudnn  --check  --iters N --warmup N  --seed N  --json
   caps     the support matrix for this machine (--markdown: the README table)

@@ -52,16 +52,24 @@ struct Scratch {
 };
 
 // How raw dot products become base-2 logits: s2 = dot * q_scale without a soft cap (the
-// scale folded into q), s2 = tanh(dot * q_scale) * cap_log2e with one.
+// scale folded into q), s2 = tanh(dot * q_scale) * cap_log2e with one; and the factor of
+// every output (v_scale: o = v_scale * P.v8).
 struct LogitTransform {
   float q_scale;
   float cap_log2e;  // 0 when no soft cap
+  float v_scale;
 };
 
+// A scale tensor (one float in host memory here) is read now, at run time, and wins.
+float scale_now(float value, const float* tensor) { return tensor ? *tensor : value; }
+
+// k_scale multiplies every logit before the cap (SPEC.md), so it folds into q's scale.
 LogitTransform make_transform(const core::AttentionParams& p) {
+  const float scale = p.sm_scale * scale_now(p.k_scale, p.k_scale_ptr);
+  const float v_scale = scale_now(p.v_scale, p.v_scale_ptr);
   if (p.logits_soft_cap > 0.0f)
-    return {p.sm_scale / p.logits_soft_cap, p.logits_soft_cap * core::kLog2e};
-  return {p.sm_scale * core::kLog2e, 0.0f};
+    return {scale / p.logits_soft_cap, p.logits_soft_cap * core::kLog2e, v_scale};
+  return {scale * core::kLog2e, 0.0f, v_scale};
 }
 
 std::vector<WorkItem> make_work(const core::AttentionParams& p) {
@@ -80,9 +88,9 @@ void load_kv_tile(const core::AttentionParams& p, const RequestKV& kv, int kv_he
                   int n, Scratch& sc) {
   const int D = p.head_dim;
   for (int j = 0; j < n; ++j) {
-    load_row(p.dtype, p.k, kv.k_offset(t0 + j, kv_head), D, sc.row.data());
+    load_row(p.kv_dtype, p.k, kv.k_offset(t0 + j, kv_head), D, sc.row.data());
     for (int d = 0; d < D; ++d) sc.kt[static_cast<size_t>(d) * kKeyTile + j] = sc.row[d];
-    load_row(p.dtype, p.v, kv.v_offset(t0 + j, kv_head), D, sc.v.data() + static_cast<size_t>(j) * D);
+    load_row(p.kv_dtype, p.v, kv.v_offset(t0 + j, kv_head), D, sc.v.data() + static_cast<size_t>(j) * D);
   }
 }
 
@@ -152,7 +160,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
       float out_scale = st.output_scale(), lse = st.lse();
       core::fold_sink(core::sink_log2(p.sinks, h), out_scale, lse);
       store_row(p.dtype, p.o, (token0 + r) * p.o_stride_n + h * p.o_stride_h, D,
-                sc.acc.data() + static_cast<size_t>(x) * D, out_scale);
+                sc.acc.data() + static_cast<size_t>(x) * D, out_scale * xf.v_scale);
       if (p.lse != nullptr) p.lse[(token0 + r) * p.lse_stride_n + h * p.lse_stride_h] = lse;
     }
   }

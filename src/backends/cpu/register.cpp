@@ -1,5 +1,5 @@
 // Connects the cpu backend to dispatch and plan: one kernel (cpu_attention) serves every
-// variant key, and planning only aims the index pointers at the plan's own host vectors.
+// variant key (fp8 K/V included), and planning only aims the index pointers at the plan's own host vectors.
 #include "backends/cpu/cpu_backend.h"
 #include "dispatch/registry.h"
 #include "plan/plan.h"
@@ -12,14 +12,16 @@ void register_cpu_kernels(Registry& r) {
   for (KernelShape shape : {KernelShape::kPrefill, KernelShape::kDecode})
     for (core::KVStorage storage : {core::KVStorage::kContiguous, core::KVStorage::kPaged})
       for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32})
+        for (DType kv_dtype : {dtype, DType::kE4M3, DType::kE5M2})
         for (bool needs_mask : {false, true})
           for (bool soft_cap : {false, true}) {
+            if (is_fp8(kv_dtype) && dtype == DType::kF32) continue;  // fp8 caches have 16-bit q
             VariantKey key;
             key.backend = Backend::kCPU;
             key.shape = shape;
             key.storage = storage;
             key.dtype = dtype;
-            key.kv_dtype = dtype;
+            key.kv_dtype = kv_dtype;
             key.head_dim = 0;  // any head dim
             key.needs_mask = needs_mask;
             key.soft_cap = soft_cap;

@@ -27,6 +27,18 @@ inline void load_row(DType dtype, const void* base, int64_t offset, int n, float
       for (int i = 0; i < n; ++i) out[i] = core::bf16_bits_to_float(src[i]);
       return;
     }
+    // fp8 K/V: each element decoded as it is read (no dequantized copy of the cache); the
+    // scales are applied by the caller, folded into q's scale and the output's.
+    case DType::kE4M3: {
+      const uint8_t* src = static_cast<const uint8_t*>(base) + offset;
+      for (int i = 0; i < n; ++i) out[i] = core::e4m3_bits_to_float(src[i]);
+      return;
+    }
+    case DType::kE5M2: {
+      const uint8_t* src = static_cast<const uint8_t*>(base) + offset;
+      for (int i = 0; i < n; ++i) out[i] = core::e5m2_bits_to_float(src[i]);
+      return;
+    }
     default:
       throw Error(ErrorCode::kInternal,
                   std::string("cpu backend: cannot load dtype ") + dtype_name(dtype));
