@@ -45,12 +45,20 @@ std::string kv_dtypes(const dispatch::Limits& l) {
 std::string fp8_refusals() {
   std::string out;
   for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
+    std::string archs, note;
+    bool some_serve = false;
     for (const auto& r : dispatch::capability_table()) {
-      if (r.backend == b && r.status != dispatch::Status::kUnsupported && r.limits.kv_dtypes.empty()) {
-        out += (out.empty() ? "" : "; ") + std::string(backend_name(b)) + " (" + r.limits.kv_dtypes_note + ")";
-        break;
+      if (r.backend != b || r.status == dispatch::Status::kUnsupported) continue;
+      if (!r.limits.kv_dtypes.empty()) {
+        some_serve = true;
+      } else if (archs.find(arch_range(r)) == std::string::npos) {
+        archs += (archs.empty() ? "" : ", ") + arch_range(r);
+        note = r.limits.kv_dtypes_note;
       }
     }
+    if (archs.empty()) continue;
+    // Name the arches where only some of a backend's rows refuse (sm80's 99 KB parts).
+    out += (out.empty() ? "" : "; ") + std::string(backend_name(b)) + (some_serve ? " on " + archs : "") + " (" + note + ")";
   }
   return out.empty() ? "none" : out;
 }

@@ -240,6 +240,18 @@ TEST(Dispatch, AFeatureNotYetRunOnTheGpuMakesAValidatedRowDeclared) {
   sinks.sinks = true;
   EXPECT_EQ(features_of(sinks), unsigned(kFeatureSinks));
   EXPECT_EQ(feature_names(kFeatureWindowRight | kFeatureSinks), "window_right, sinks");
+  ProblemDesc fp8 = cuda_problem();
+  fp8.kv_dtype = DType::kE4M3;
+  EXPECT_EQ(features_of(fp8), unsigned(kFeatureFp8KV));
+  fp8.kv_dtype = DType::kBF16;  // q's own dtype given explicitly: no fp8
+  EXPECT_EQ(features_of(fp8), 0u);
+  // The shipped sm80 row on sm_90 serves fp8 K/V but has not run it on a GPU.
+  fp8.kv_dtype = DType::kE5M2;
+  for (const CapabilityRow& r : capability_table())
+    if (r.backend == Backend::kSM80 && r.min_arch == 90 && r.op == Op::kSinglePrefill) {
+      EXPECT_EQ(r.status, Status::kValidated);
+      EXPECT_EQ(status_for(r, fp8), Status::kDeclared);
+    }
 }
 
 // Paged rows and D = 128 paged kernels of sm80 and cuDNN (decode and prefill shapes), a
