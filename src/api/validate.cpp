@@ -211,7 +211,7 @@ void no_alias(const Arg& out, std::initializer_list<Arg> inputs) {
 
 int64_t indptr(const char* name, const int32_t* p, int batch) {
   if (batch < 0) fail("batch_size: got " + str(batch) + ", allowed: >= 0");
-  if (!p) fail(std::string(name) + ": is null, expected " + str(batch + 1) + " int32 entries");
+  if (!p) fail(std::string(name) + ": is null, expected " + str(int64_t{batch} + 1) + " int32 entries");
   if (p[0] != 0) fail(std::string(name) + ": starts at " + str(p[0]) + ", must start at 0");
   for (int b = 0; b < batch; ++b) {
     if (p[b + 1] < p[b])
