@@ -132,9 +132,9 @@ std::vector<CapabilityRow> build_table() {
     rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(false),
                     "cuDNN SDPA graphs through cudnn-frontend"});
   }
-  // Served since 2026-12-07 (session 57) and compiled, but the device was not lent long
-  // enough to run their GPU grids: clear a bit together with the run that validates it
-  // (tests/gpu/attention_grid_test.cpp Band, tests/gpu/sinks_test.cpp; docs/findings.md).
+  // Served and compiled, but their GPU grids have not run (findings F45): clear a bit
+  // together with the run that validates it (tests/gpu/attention_grid_test.cpp Band,
+  // tests/gpu/sinks_test.cpp, tests/gpu/sm80_fp8_kv_test.cpp, fp8_kv_grid_test.cpp).
   for (CapabilityRow& r : rows) {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
     if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV;
