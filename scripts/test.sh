@@ -20,11 +20,18 @@ fi
 if [ "${FLASHBAND_SANITIZERS:-1}" != 0 ] && command -v clang++ >/dev/null 2>&1; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBAND_WITH_CUDA=OFF -DFLASHBAND_BUILD_TOOLS=OFF \
-    -DFLASHBAND_FUZZ=ON -DFLASHBAND_FUZZ_SECONDS="${FLASHBAND_FUZZ_SECONDS:-60}" >/dev/null
+    -DFLASHBAND_FUZZ=ON -DFLASHBAND_FUZZ_SECONDS="${FLASHBAND_FUZZ_SECONDS:-60}" \
+    -DFLASHBAND_FUZZ_SEED="${FLASHBAND_FUZZ_SEED:-1}" >/dev/null
   cmake --build build-asan -j "${FLASHBAND_JOBS:-$(nproc)}"
   ctest --test-dir build-asan --output-on-failure -j "${FLASHBAND_JOBS:-$(nproc)}" -E "^(gpu|install|fuzz)[.]"
-  ctest --test-dir build-asan --output-on-failure -R "^fuzz[.]" -V |
-    grep -E "^[0-9]+: (Done [0-9]+ runs|stat::number_of_executed_units)"
+  # On a failure the sanitizer's report and the input (Base64) are printed; the fixed seed
+  # (FLASHBAND_FUZZ_SEED, default 1; 0 is random) reproduces the run.
+  if ! ctest --test-dir build-asan --output-on-failure -R "^fuzz[.]" -V >build-asan/fuzz.log 2>&1; then
+    grep -v -E "^[0-9]+: (#[0-9]+\s|\s*NEW_FUNC)" build-asan/fuzz.log | tail -n 40
+    echo "fuzz.api failed: its crash input is build-asan/tests/fuzz/crash-* (or leak-/timeout-/oom-)" >&2
+    exit 1
+  fi
+  grep -E "^[0-9]+: (Done [0-9]+ runs|stat::number_of_executed_units)" build-asan/fuzz.log
 fi
 # flashband under transformers' models (bootstrap's deps/venv-hf: torch + pinned transformers)
 if [ -x "$root/deps/venv-hf/bin/python" ]; then

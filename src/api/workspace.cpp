@@ -32,6 +32,13 @@ constexpr int64_t kMaxBytes = int64_t{1} << 62;
 constexpr int64_t kRowFactor = 64 * 4;     // splits x float
 constexpr int64_t kPageFactor = 2 * 2 * 4; // width 2 x pages, 2 tables, int32
 
+// a + b for counts already known to be >= 0, or a value past kMaxBytes where the sum would
+// overflow (found by the fuzz harness: max_qo_tokens near INT64_MAX).
+int64_t capped_sum(int64_t a, int64_t b) {
+  int64_t s;
+  return __builtin_add_overflow(a, b, &s) ? kMaxBytes + 1 : s;
+}
+
 bool product_fits(std::initializer_list<int64_t> factors) {
   int64_t p = 1;
   for (int64_t f : factors)
@@ -52,10 +59,10 @@ void check_counts(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int he
   const auto too_large = [](const std::string& what) {
     throw Error(ErrorCode::kInvalidArgument, what + ": the workspace for these sizes exceeds 2^62 bytes");
   };
-  if (!product_fits({max_qo_tokens + max_batch, num_qo_heads, int64_t{head_dim} + 1, kRowFactor}))
+  if (!product_fits({capped_sum(max_qo_tokens, max_batch), num_qo_heads, int64_t{head_dim} + 1, kRowFactor}))
     too_large("max_qo_tokens x num_qo_heads x head_dim: " + std::to_string(max_qo_tokens) + " x " +
               std::to_string(num_qo_heads) + " x " + std::to_string(head_dim));
-  if (!product_fits({int64_t{max_batch} + 1, max_page_indices + 1, kPageFactor}))
+  if (!product_fits({int64_t{max_batch} + 1, capped_sum(max_page_indices, 1), kPageFactor}))
     too_large("max_batch x max_page_indices: " + std::to_string(max_batch) + " x " + std::to_string(max_page_indices));
 }
 }  // namespace

@@ -39,6 +39,12 @@ TEST(SizeArgs, OverflowingSizesAreRefused) {
     expect_refused([&] { batch_workspace_bytes(1, int64_t{1} << 40, 1 << 24, 128, dev); }, "max_qo_tokens x num_qo_heads");
     expect_refused([&] { batch_plan_bytes(1, int64_t{1} << 40, 1 << 24, 128, dev); }, "max_qo_tokens x num_qo_heads");
     expect_refused([&] { batch_workspace_bytes(1 << 30, 1, 1, 128, dev, int64_t{1} << 40); }, "max_batch x max_page_indices");
+    // Counts near INT64_MAX: the sums inside the check must not overflow first (UBSan, fuzz).
+    constexpr int64_t kHuge = INT64_MAX;
+    expect_refused([&] { batch_workspace_bytes(51, kHuge, 1, 128, dev); }, "max_qo_tokens x num_qo_heads");
+    expect_refused([&] { batch_plan_bytes(1, kHuge, 1, 128, dev); }, "max_qo_tokens x num_qo_heads");
+    expect_refused([&] { batch_workspace_bytes(1, 1, 1, 128, dev, kHuge); }, "max_batch x max_page_indices");
+    expect_refused([&] { batch_plan_bytes(1, 1, 1, 128, dev, kHuge, kHuge); }, "max_batch x max_page_indices");
   }
 }
 
