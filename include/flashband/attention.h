@@ -69,11 +69,12 @@ struct KVScales {
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
 // lse [qo_len, Hq] float32 when opts.return_lse, else nullptr. k and v may be fp8 (their
 // dtype is the call's K/V dtype), with `scales`; sinks [Hq] float32 (attention sinks, SPEC.md)
-// iff opts.sinks, else nullptr.
+// iff opts.sinks, else nullptr; custom_mask: the packed [qo_len, kv_len] bits, 1-D uint8 of
+// ceil(qo_len * kv_len / 8) bytes (SPEC.md "Custom masks") iff opts.custom_mask, else nullptr.
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
                        const TensorView& out, const TensorView* lse, const Options& opts,
                        const Workspace& workspace = {}, const KVScales& scales = {},
-                       const TensorView* sinks = nullptr);
+                       const TensorView* sinks = nullptr, const TensorView* custom_mask = nullptr);
 
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
