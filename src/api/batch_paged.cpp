@@ -51,6 +51,21 @@ std::shared_ptr<detail::PageStatus> page_status_for(std::shared_ptr<detail::Page
   return held;
 }
 
+RunInfo plan_paged(detail::BatchState& state, std::shared_ptr<detail::PageStatus>& page_status, Op op,
+                   const int32_t* qo_indptr, const PagedIndex& pages, int batch_size, const BatchShape& shape,
+                   const Options& opts, const Workspace& workspace) {
+  detail::PlanRequest r;
+  r.op = op;
+  r.batch = batch_size;
+  r.qo_indptr = qo_indptr;
+  r.pages = &pages;
+  r.shape = shape;
+  r.opts = opts;
+  r.page_status = page_status_for(page_status, pages, shape);
+  detail::plan_into(state.plan, state.captured, r, workspace, state.owner);
+  return detail::planned_info(*state.plan);
+}
+
 }  // namespace
 
 BatchPrefillPaged::BatchPrefillPaged() = default;
@@ -58,16 +73,7 @@ BatchPrefillPaged::~BatchPrefillPaged() = default;
 
 RunInfo BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
                                 const BatchShape& shape, const Options& opts, const Workspace& workspace) {
-  detail::PlanRequest r;
-  r.op = Op::kPagedPrefill;
-  r.batch = batch_size;
-  r.qo_indptr = qo_indptr;
-  r.pages = &pages;
-  r.shape = shape;
-  r.opts = opts;
-  r.page_status = page_status_for(page_status_, pages, shape);
-  detail::plan_into(state_.plan, state_.captured, r, workspace, state_.owner);
-  return detail::planned_info(*state_.plan);
+  return plan_paged(state_, page_status_, Op::kPagedPrefill, qo_indptr, pages, batch_size, shape, opts, workspace);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
@@ -80,15 +86,7 @@ BatchDecodePaged::~BatchDecodePaged() = default;
 
 RunInfo BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
                                const Workspace& workspace) {
-  detail::PlanRequest r;
-  r.op = Op::kPagedDecode;
-  r.batch = batch_size;
-  r.pages = &pages;
-  r.shape = shape;
-  r.opts = opts;
-  r.page_status = page_status_for(page_status_, pages, shape);
-  detail::plan_into(state_.plan, state_.captured, r, workspace, state_.owner);
-  return detail::planned_info(*state_.plan);
+  return plan_paged(state_, page_status_, Op::kPagedDecode, nullptr, pages, batch_size, shape, opts, workspace);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
