@@ -80,7 +80,24 @@ namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
 struct Capture;  // what a CUDA graph captured, src/api/capture_guard.h
 class PageStatus;  // device page indices' status word, src/plan/page_status.h
-}
+
+// What each batch class keeps from plan() for its runs (src/api/run_batch.h runs it).
+struct BatchState {
+  std::shared_ptr<const Plan> plan;
+  mutable std::shared_ptr<const Capture> captured;  // Options::cuda_graph
+  std::shared_ptr<const void> owner = std::make_shared<char>();  // its workspace claims; copies share it
+};
+}  // namespace detail
+
+// A batch run()'s inputs besides its tensors, each unset by default.
+struct RunArgs {
+  KVScales scales;                    // an fp8 K/V cache's dequantization (BatchShape::kv_dtype)
+  const TensorView* sinks = nullptr;  // [Hq] float32 on the plan's device, iff Options::sinks
+  // A cudaStream_t to launch on instead of the plan's opts.stream (FlashInfer's run() takes
+  // the caller's current stream); it must be ordered after the plan's copies, which plan()
+  // enqueues on opts.stream. A graph that captures a run records it on this stream.
+  std::optional<void*> stream;
+};
 
 // The description plan() needs besides the index arrays.
 struct BatchShape {
@@ -120,27 +137,13 @@ class BatchPrefillRagged {
   // copies the plan into the workspace on opts.stream. Returns what its runs will launch.
   RunInfo plan(const int32_t* qo_indptr, const int32_t* kv_indptr, int batch_size,
                const BatchShape& shape, const Options& opts, const Workspace& workspace);
-  // No allocation, no host synchronisation. Launches on the plan's opts.stream, or in the
-  // second form on `stream` (a cudaStream_t; FlashInfer's run() takes the caller's current
-  // stream), which must be ordered after the plan's copies (plan() enqueues them on
-  // opts.stream). A graph that captures a run records it on the stream the run launches on.
-  // sinks: [Hq] float32 on the plan's device, given iff the plan's Options::sinks (SPEC.md).
-  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse) const;
-  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, void* stream,
-              const TensorView* sinks = nullptr) const;
-  // With fp8 dequantization scales (KVScales), on the plan's stream or on `stream`, with sinks.
-  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, const KVScales& scales) const;
-  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v,
-              const TensorView& out, const TensorView* lse, const KVScales& scales, void* stream,
-              const TensorView* sinks = nullptr) const;
+  // No allocation, no host synchronisation; launches on the plan's opts.stream unless
+  // args.stream says otherwise.
+  RunInfo run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+              const TensorView* lse, const RunArgs& args = {}) const;
 
  private:
-  std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
-  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
+  detail::BatchState state_;
 };
 
 // A paged KV cache: k and v [num_pages, page_size, Hk, D] (NHD) or [num_pages, Hk,
@@ -174,25 +177,14 @@ class BatchPrefillPaged {
   ~BatchPrefillPaged();
   RunInfo plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
                const BatchShape& shape, const Options& opts, const Workspace& workspace);
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse) const;
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream,
-              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales, void* stream,
-              const TensorView* sinks = nullptr) const;
-
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
+              const RunArgs& args = {}) const;  // as BatchPrefillRagged's
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.
   void check() const;
 
  private:
-  std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
-  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
+  detail::BatchState state_;
   std::shared_ptr<detail::PageStatus> page_status_;  // made by the first plan with device_indices
 };
 
@@ -203,25 +195,14 @@ class BatchDecodePaged {
   ~BatchDecodePaged();
   RunInfo plan(const PagedIndex& pages, int batch_size, const BatchShape& shape,
                const Options& opts, const Workspace& workspace);
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse) const;
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, void* stream,
-              const TensorView* sinks = nullptr) const;  // as BatchPrefillRagged's
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales) const;  // as BatchPrefillRagged's
-  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-              const TensorView* lse, const KVScales& scales, void* stream,
-              const TensorView* sinks = nullptr) const;
-
+  RunInfo run(const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
+              const RunArgs& args = {}) const;  // as BatchPrefillRagged's
   // Raises the first out-of-range page index a run met in PagedIndex::device_indices (plan()
   // and run() do too); never waits for the GPU, so a run still in flight reports later.
   void check() const;
 
  private:
-  std::shared_ptr<const detail::Plan> plan_;
-  mutable std::shared_ptr<const detail::Capture> captured_;  // Options::cuda_graph
-  std::shared_ptr<const void> owner_;  // identifies its workspace claims; copies share it
+  detail::BatchState state_;
   std::shared_ptr<detail::PageStatus> page_status_;  // made by the first plan with device_indices
 };
 

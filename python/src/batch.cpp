@@ -120,6 +120,21 @@ const TensorView* optional_view(const Array& a, const char* what, TensorView& st
   return &storage;
 }
 
+// run()'s RunArgs from the bindings' arguments; the views it points to live here.
+struct RunArgsArg {
+  ScalesArg scales;
+  TensorView sinks_view;
+  RunArgs args;
+  RunArgsArg(uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
+             const InArray& v_scale_tensor, const InArray& sinks)
+      : scales(k_scale, v_scale, k_scale_tensor, v_scale_tensor) {
+    args.scales = scales.scales;
+    args.sinks = optional_view(sinks, "sinks", sinks_view);
+    args.stream = as_stream(stream);
+  }
+  RunArgsArg(const RunArgsArg&) = delete;
+};
+
 // run() over a (k, v) pair and run_stacked() over one [P, 2, ...] cache, for both paged
 // classes; fp8 caches come as uint8 bytes with kv_dtype naming the format (convert.h).
 template <class Paged>
@@ -130,11 +145,10 @@ void bind_paged_runs(nb::class_<Paged>& c) {
        [](const Paged& self, const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
           const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
           const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks) {
-         TensorView lse_view, sinks_view;
-         const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+         TensorView lse_view;
+         const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
          return self.run(view_of(q, "q"), cache_of(k, v, kv_dtype), view_of(out, "out"),
-                         optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
-                         optional_view(sinks, "sinks", sinks_view));
+                         optional_view(lse, "lse", lse_view), r.args);
        },
        arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
        arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
@@ -145,11 +159,10 @@ void bind_paged_runs(nb::class_<Paged>& c) {
              uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
              const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+            TensorView lse_view;
+            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
             return self.run(view_of(q, "q"), PagedKVCache::from_stacked(kv_view_of(kv, "paged_kv_cache", kv_dtype)),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
           arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
@@ -188,11 +201,10 @@ void bind_batch(nb::module_& m) {
              const OutArray& out, const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
              const InArray& sinks) {
-            TensorView lse_view, sinks_view;
-            const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
+            TensorView lse_view;
+            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
             return self.run(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
-                            view_of(out, "out"), optional_view(lse, "lse", lse_view), s.scales, as_stream(stream),
-                            optional_view(sinks, "sinks", sinks_view));
+                            view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0, arg("v_scale") = 1.0,
           arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),

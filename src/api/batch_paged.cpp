@@ -2,10 +2,7 @@
 // request and a decode-shaped kernel (the selection's KernelShape).
 #include <memory>
 
-#include "api/bind.h"
-#include "api/capture_guard.h"
-#include "plan/make_plan.h"
-#include "plan/page_status.h"
+#include "api/run_batch.h"
 
 namespace flashband {
 
@@ -34,20 +31,10 @@ PagedKVCache PagedKVCache::from_stacked(const TensorView& kv) {
 
 namespace {
 
-RunInfo run_paged(const std::shared_ptr<const detail::Plan>& plan, std::shared_ptr<const detail::Capture>& captured,
-                  const TensorView& q, const PagedKVCache& kv, const TensorView& out, const TensorView* lse,
-                  const KVScales& scales, void* stream, const TensorView* sinks) {
-  detail::before_run(plan);
-  if (plan->page_status_owner) plan->page_status_owner->raise_if_set();
-  core::AttentionParams a = plan->params;
-  bind::stream(a, *plan, stream);
-  bind::sinks(a, *plan, sinks);
-  bind::q_out(a, *plan, q, out, lse, kv.k, kv.v);
-  bind::kv_paged(a, *plan, kv);
-  bind::kv_scales(a, *plan, scales);
-  RunInfo info = detail::launch(*plan, a);
-  detail::after_run(captured, plan, a);
-  return info;
+RunInfo run_paged(const detail::BatchState& state, const TensorView& q, const PagedKVCache& kv, const TensorView& out,
+                  const TensorView* lse, const RunArgs& args) {
+  return detail::run_batch(state, q, kv.k, kv.v, out, lse, args,
+                           [&](core::AttentionParams& a, const detail::Plan& plan) { bind::kv_paged(a, plan, kv); });
 }
 
 // The object's status word for device page indices, made by its first plan that gives them
@@ -64,84 +51,51 @@ std::shared_ptr<detail::PageStatus> page_status_for(std::shared_ptr<detail::Page
   return held;
 }
 
-}  // namespace
-
-BatchPrefillPaged::BatchPrefillPaged() : owner_(std::make_shared<char>()) {}
-BatchPrefillPaged::~BatchPrefillPaged() = default;
-
-RunInfo BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
-                                const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+RunInfo plan_paged(detail::BatchState& state, std::shared_ptr<detail::PageStatus>& page_status, Op op,
+                   const int32_t* qo_indptr, const PagedIndex& pages, int batch_size, const BatchShape& shape,
+                   const Options& opts, const Workspace& workspace) {
   detail::PlanRequest r;
-  r.op = Op::kPagedPrefill;
+  r.op = op;
   r.batch = batch_size;
   r.qo_indptr = qo_indptr;
   r.pages = &pages;
   r.shape = shape;
   r.opts = opts;
-  r.page_status = page_status_for(page_status_, pages, shape);
-  detail::plan_into(plan_, captured_, r, workspace, owner_);
-  return detail::planned_info(*plan_);
+  r.page_status = page_status_for(page_status, pages, shape);
+  detail::plan_into(state.plan, state.captured, r, workspace, state.owner);
+  return detail::planned_info(*state.plan);
+}
+
+}  // namespace
+
+BatchPrefillPaged::BatchPrefillPaged() = default;
+BatchPrefillPaged::~BatchPrefillPaged() = default;
+
+RunInfo BatchPrefillPaged::plan(const int32_t* qo_indptr, const PagedIndex& pages, int batch_size,
+                                const BatchShape& shape, const Options& opts, const Workspace& workspace) {
+  return plan_paged(state_, page_status_, Op::kPagedPrefill, qo_indptr, pages, batch_size, shape, opts, workspace);
 }
 
 RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse) const {
-  return run(q, kv, out, lse, plan_ ? plan_->params.stream : nullptr);
+                               const TensorView* lse, const RunArgs& args) const {
+  return run_paged(state_, q, kv, out, lse, args);
 }
 
-RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, void* stream, const TensorView* sinks) const {
-  return run(q, kv, out, lse, KVScales{}, stream, sinks);
-}
-
-RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, const KVScales& scales) const {
-  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
-}
-
-RunInfo BatchPrefillPaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                               const TensorView* lse, const KVScales& scales, void* stream,
-                               const TensorView* sinks) const {
-  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
-}
-
-BatchDecodePaged::BatchDecodePaged() : owner_(std::make_shared<char>()) {}
+BatchDecodePaged::BatchDecodePaged() = default;
 BatchDecodePaged::~BatchDecodePaged() = default;
 
 RunInfo BatchDecodePaged::plan(const PagedIndex& pages, int batch_size, const BatchShape& shape, const Options& opts,
                                const Workspace& workspace) {
-  detail::PlanRequest r;
-  r.op = Op::kPagedDecode;
-  r.batch = batch_size;
-  r.pages = &pages;
-  r.shape = shape;
-  r.opts = opts;
-  r.page_status = page_status_for(page_status_, pages, shape);
-  detail::plan_into(plan_, captured_, r, workspace, owner_);
-  return detail::planned_info(*plan_);
+  return plan_paged(state_, page_status_, Op::kPagedDecode, nullptr, pages, batch_size, shape, opts, workspace);
 }
 
 RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse) const {
-  return run(q, kv, out, lse, plan_ ? plan_->params.stream : nullptr);
-}
-
-RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, void* stream, const TensorView* sinks) const {
-  return run(q, kv, out, lse, KVScales{}, stream, sinks);
-}
-
-RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, const KVScales& scales) const {
-  return run(q, kv, out, lse, scales, plan_ ? plan_->params.stream : nullptr);
-}
-
-RunInfo BatchDecodePaged::run(const TensorView& q, const PagedKVCache& kv, const TensorView& out,
-                              const TensorView* lse, const KVScales& scales, void* stream,
-                              const TensorView* sinks) const {
-  if (plan_ && q.ndim == 3 && q.shape[0] != plan_->batch)
-    throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan_->batch) +
+                              const TensorView* lse, const RunArgs& args) const {
+  const detail::Plan* plan = state_.plan.get();
+  if (plan && q.ndim == 3 && q.shape[0] != plan->batch)
+    throw Error(ErrorCode::kInvalidArgument, "q: decode expects [batch_size=" + std::to_string(plan->batch) +
                                                  ", num_qo_heads, head_dim], got " + q.shape_string());
-  return run_paged(plan_, captured_, q, kv, out, lse, scales, stream, sinks);
+  return run_paged(state_, q, kv, out, lse, args);
 }
 
 void BatchPrefillPaged::check() const {

@@ -111,6 +111,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   const TensorView v_scale_t = TensorView::contiguous(static_cast<float*>(dscales.data()) + 1, DType::kF32, {1}, dev);
   const KVScales scales = c.scale_tensors ? KVScales{1.0f, 1.0f, &k_scale_t, &v_scale_t}
                                           : KVScales{c.k_scale, c.v_scale, nullptr, nullptr};
+  RunArgs run_args;  // the batch classes' run(), given opts.stream as FlashInfer's run() gives its stream
+  run_args.scales = scales;
+  run_args.sinks = sinks_arg;
+  run_args.stream = opts.stream;
   int64_t max_page_indices = 0;  // what a real caller would size for (paged entry points)
   if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode)
     for (int kv : c.kv_lens) max_page_indices += (kv + c.page_size - 1) / c.page_size;
@@ -163,7 +167,7 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
         run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales, sinks_arg); };
       } else {
         ragged.plan(qo_indptr.data(), kv_indptr.data(), B, shape, opts, ws);
-        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, scales, opts.stream, sinks_arg); };
+        run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, run_args); };
       }
       break;
     }
@@ -204,10 +208,10 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       index.num_pages = pages.num_pages;
       if (c.entry == EntryPoint::kPaged) {
         paged.plan(qo_indptr.data(), index, B, shape, opts, ws);
-        run = [&] { return paged.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
+        run = [&] { return paged.run(qv, cache, outv, lse_arg, run_args); };
       } else {
         decode.plan(index, B, shape, opts, ws);
-        run = [&] { return decode.run(qv, cache, outv, lse_arg, scales, opts.stream, sinks_arg); };
+        run = [&] { return decode.run(qv, cache, outv, lse_arg, run_args); };
       }
       break;
     }

@@ -269,7 +269,7 @@ void fuzz_ragged(Bytes& in) {
   const TensorView* lse = o.lse_arg(in);
   Tensor k_t, v_t;
   const KVScales scales = scales_of(in, k_t, v_t);
-  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse, scales); }, {&o.out, &o.lse});
+  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse, RunArgs{scales}); }, {&o.out, &o.lse});
 }
 
 struct Pages {
@@ -327,9 +327,9 @@ void fuzz_paged(Bytes& in, bool decode) {
   expect_clean(
       [&] {
         if (decode)
-          dec.run(o.q.view, cache, o.out.view, lse, scales);
+          dec.run(o.q.view, cache, o.out.view, lse, RunArgs{scales});
         else
-          prefill.run(o.q.view, cache, o.out.view, lse, scales);
+          prefill.run(o.q.view, cache, o.out.view, lse, RunArgs{scales});
       },
       {&o.out, &o.lse});
 }

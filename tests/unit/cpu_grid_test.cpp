@@ -1,7 +1,7 @@
-// The cpu backend through the public API, judged by the fp64 oracle (tests/common): entry
-// point x causal x window in full, with dtype, head dim, layout, page size, GQA and soft cap
-// rotated through those cases so every value of every axis appears, plus named edge cases
-// (empty requests, fully masked rows, odd lengths, page size 1, stacked caches).
+// The cpu backend through the public API, judged by the fp64 oracle (tests/common): the grid
+// the GPU backends run (tests/common/oracle_grid.h) with float32 besides, the two-sided window
+// grid, every dtype x head dim x layout and page size x layout x stacked cache once, plus named
+// edge cases (empty requests, fully masked rows, odd lengths, page size 1, padded outputs).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -12,74 +12,20 @@
 #include "band_grid.h"
 #include "case_steps.h"
 #include "compare.h"
+#include "oracle_grid.h"
 #include "flashband/error.h"
 
 namespace flashband::testing {
 namespace {
 
-constexpr int kNoOpWindow = 1000;  // >= every kv_len below: the window changes nothing
-
-struct Lens {
-  std::vector<int> qo, kv;
-};
-
-// Request lengths for one entry point: variant 0 has qo_len < kv_len, 1 equal, 2 greater
-// (causal rows with p < 0 then see nothing). `wide` stretches them for window 127, whose
-// window guard needs keys well beyond the window.
-Lens lens_for(EntryPoint e, int variant, bool wide) {
-  if (e == EntryPoint::kSingle) {
-    static const Lens narrow[] = {{{13}, {77}}, {{77}, {77}}, {{90}, {61}}};
-    static const Lens broad[] = {{{61}, {263}}, {{263}, {263}}, {{300}, {229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  if (e == EntryPoint::kDecode) {
-    static const Lens narrow[] = {{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}};
-    static const Lens broad[] = {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  // Ragged and paged batches, each with an empty request or one without keys.
-  static const Lens narrow[] = {{{17, 0, 9, 5}, {70, 13, 45, 0}}, {{33, 1, 70}, {33, 1, 70}},
-                                {{50, 3, 12}, {37, 0, 5}}};
-  static const Lens broad[] = {{{40, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}},
-                               {{260, 3, 40}, {229, 0, 11}}};
-  return (wide ? broad : narrow)[variant];
-}
-
 std::vector<Case> grid_cases() {
-  const EntryPoint entries[] = {EntryPoint::kSingle, EntryPoint::kRagged, EntryPoint::kPaged, EntryPoint::kDecode};
-  const int windows[] = {-1, 0, 1, 31, 127, kNoOpWindow};
   const DType dtypes[] = {DType::kF16, DType::kBF16, DType::kF32};
   const int dims[] = {64, 128, 256};
   const KVLayout layouts[] = {KVLayout::kNHD, KVLayout::kHND};
   const int page_sizes[] = {1, 5, 16};
-  const int heads[][2] = {{2, 2}, {4, 2}, {4, 1}, {6, 3}};
 
-  std::vector<Case> cases;
-  // The full entry x causal x window product; the other axes rotate with different periods
-  // so that their combinations vary across it.
-  int k = 0;
-  for (EntryPoint e : entries)
-    for (bool causal : {false, true})
-      for (int w : windows) {
-        Case c;
-        c.entry = e;
-        c.causal = causal;
-        c.window_left = w;
-        const Lens l = lens_for(e, k % 3, w == 127);
-        c.qo_lens = l.qo;
-        c.kv_lens = l.kv;
-        c.dtype = dtypes[(k / 2) % 3];
-        c.head_dim = dims[(k / 3) % 3];
-        c.layout = layouts[(k / 5) % 2];
-        c.page_size = page_sizes[k % 3];
-        c.stacked_kv = (k / 7) % 2 == 1;
-        c.num_qo_heads = heads[k % 4][0];
-        c.num_kv_heads = heads[k % 4][1];
-        if (k % 5 == 2) c.logits_soft_cap = 2.0f;
-        c.seed = 100 + k;
-        cases.push_back(c);
-        ++k;
-      }
+  // The grid the GPU backends run too, with float32 besides.
+  std::vector<Case> cases = oracle_grid({DType::kF16, DType::kBF16, DType::kF32});
 
   // The two-sided window: window_right x window_left x causal x entry point (causal takes
   // only -1 and 0; a wider right bound beside it is refused: BandGrid.CausalWithWindowRightIsRefusedByName).
@@ -284,7 +230,7 @@ TEST(CpuGridCoverage, EveryAxisValueAndEveryCausalWindowPairPerEntryPoint) {
                                    "soft cap", "gqa"};
   for (const char* e : {"single", "ragged", "paged", "decode"})
     for (const char* m : {" full ", " causal "})
-      for (int w : {-1, 0, 1, 31, 127, kNoOpWindow}) want.push_back(e + std::string(m) + std::to_string(w));
+      for (int w : kGridWindows) want.push_back(e + std::string(m) + std::to_string(w));
   for (const std::string& s : want) EXPECT_TRUE(have.count(s)) << "grid lacks " << s;
 }
 

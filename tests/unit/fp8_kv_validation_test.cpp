@@ -92,21 +92,21 @@ std::vector<std::pair<const char*, EntryRun>> entry_runs() {
          BatchPrefillRagged r;
          r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), lse_opts(), {});
          TensorView lse = b.tl();
-         r.run(b.tq(), b.tk(dt), b.tv(dt), b.to(), &lse, s);
+         r.run(b.tq(), b.tk(dt), b.tv(dt), b.to(), &lse, RunArgs{s});
        }},
       {"paged",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          BatchPrefillPaged p;
          p.plan(b.qo_indptr, b.index(), 1, b.shape(), lse_opts(), {});
          TensorView lse = b.tl();
-         p.run(b.tq(), b.cache(dt), b.to(), &lse, s);
+         p.run(b.tq(), b.cache(dt), b.to(), &lse, RunArgs{s});
        }},
       {"decode",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          BatchDecodePaged p;
          p.plan(b.index(), 1, b.shape(), lse_opts(), {});
          TensorView lse = b.tl(1);
-         p.run(b.tq(1), b.cache(dt), b.to(1), &lse, s);
+         p.run(b.tq(1), b.cache(dt), b.to(1), &lse, RunArgs{s});
        }},
   };
 }

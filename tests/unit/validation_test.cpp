@@ -312,8 +312,11 @@ TEST(Validation, RunStreamForHostTensors) {
   const int32_t qo[3] = {0, 2, 5}, kv[3] = {0, 3, 7};
   w.plan(qo, kv, 2, s, lse_opts(), {});
   int fake_stream = 0;  // never used as a stream: refused first
-  expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, &fake_stream); }, "stream:");
-  EXPECT_NO_THROW(w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, nullptr));
+  RunArgs args;
+  args.stream = &fake_stream;
+  expect_refused(b, [&] { w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, args); }, "stream:");
+  args.stream = nullptr;  // given, and null: the cpu backend's only stream
+  EXPECT_NO_THROW(w.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, args));
 }
 
 TEST(Validation, PlanDataBesideData) {
