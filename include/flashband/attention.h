@@ -93,6 +93,10 @@ struct BatchState {
 struct RunArgs {
   KVScales scales;                    // an fp8 K/V cache's dequantization (BatchShape::kv_dtype)
   const TensorView* sinks = nullptr;  // [Hq] float32 on the plan's device, iff Options::sinks
+  // Prefill only, iff Options::custom_mask: every request's packed mask bits, 1-D uint8 on the
+  // plan's device, sum over requests of ceil(qo_len * kv_len / 8) bytes (SPEC.md "Custom
+  // masks"); read when the kernel runs, so a CUDA graph replays over rewritten bits.
+  const TensorView* custom_mask = nullptr;
   // A cudaStream_t to launch on instead of the plan's opts.stream (FlashInfer's run() takes
   // the caller's current stream); it must be ordered after the plan's copies, which plan()
   // enqueues on opts.stream. A graph that captures a run records it on this stream.
