@@ -9,8 +9,6 @@ std::vector<Case> custom_mask_cases(const std::vector<DType>& dtypes) {
   // {window_left, window_right}: the mask is ANDed with each side (SPEC.md "Custom masks").
   const int windows[][2] = {{-1, -1}, {6, -1}, {-1, 4}, {9, 2}};
   const double densities[] = {0.5, 0.2, 0.85};
-  const int heads[][2] = {{2, 2}, {4, 2}, {4, 1}, {6, 3}, {1, 1}};
-  const int dims[] = {64, 128, 40};
   std::vector<Case> cases;
   int k = 0;
   for (EntryPoint e : entries)
@@ -31,12 +29,7 @@ std::vector<Case> custom_mask_cases(const std::vector<DType>& dtypes) {
         c.window_right = w[1];
         if (cap) c.logits_soft_cap = 3.0f;
         c.mask_density = densities[k % 3];
-        c.num_qo_heads = heads[k % 5][0];
-        c.num_kv_heads = heads[k % 5][1];
-        c.head_dim = dims[(k / 2) % 3];
-        c.dtype = dtypes[static_cast<std::size_t>(k / 3) % dtypes.size()];
-        c.layout = (k / 4) % 2 ? KVLayout::kHND : KVLayout::kNHD;
-        c.page_size = (k % 3) * 7 + 1;  // 1, 8, 15
+        rotate_shape(c, k, dtypes);
         if (k % 4 == 3) c.sinks = sink_values(c.num_qo_heads, k);
         // fp8 K/V (16-bit q only), with scales that the mask must not disturb.
         if (k % 5 == 2 && c.dtype != DType::kF32) {
