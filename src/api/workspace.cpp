@@ -5,25 +5,12 @@
 #include <string>
 
 #include "api/validate.h"
+#include "dispatch/backend.h"
 #include "flashband/attention.h"
-#include "flashband/config.h"
-#if FLASHBAND_WITH_SM80
-#include "backends/sm80/workspace.h"
-#endif
-#if FLASHBAND_WITH_SM90
-#include "backends/sm90/sm90_backend.h"
-#endif
-#if FLASHBAND_WITH_CUDNN
-#include "backends/cudnn/cudnn_backend.h"
-#endif
 
 namespace flashband {
 
 namespace {
-// cuDNN's own scratch is known only once a graph is built; its fp16/bf16 SDPA forward
-// engines have needed none so far, this leaves room for ones that do.
-constexpr std::size_t kCudnnGraphSlack = std::size_t{16} << 20;
-
 // The largest factors the backends' size formulas apply to these counts (sm80 splits a row
 // up to 64 ways, a partial row holds head_dim + 1 floats, a work item is 16 bytes, cuDNN's
 // page tables hold 2 x 2 entries per request page): sizes whose every such product stays
@@ -65,54 +52,33 @@ void check_counts(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int he
   if (!product_fits({int64_t{max_batch} + 1, capped_sum(max_page_indices, 1), kPageFactor}))
     too_large("max_batch x max_page_indices: " + std::to_string(max_batch) + " x " + std::to_string(max_page_indices));
 }
-}  // namespace
 
-// Parameters a build without some backend does not read.
-#define FB_MAYBE [[maybe_unused]]
-
-std::size_t batch_workspace_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
-                                  FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices) {
-  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, -1);
-  if (device == Device::kCPU) return 0;  // the cpu backend reads the plan's host arrays
-  std::size_t bytes = 0;
-#if FLASHBAND_WITH_SM80
-  bytes = std::max(bytes, sm80::sm80_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim) +
-                              sm80::sm80_page_index_bytes(max_page_indices));
-#endif
-#if FLASHBAND_WITH_SM90
-  bytes = std::max(bytes, sm90::sm90_workspace_bytes(max_batch, max_qo_tokens, num_qo_heads, head_dim) +
-                              sm90::sm90_page_index_bytes(max_page_indices));
-#endif
-#if FLASHBAND_WITH_CUDNN
-  const int width = static_cast<int>(std::min<int64_t>(2 * max_page_indices, 1 << 30));
-  bytes = std::max(bytes, cudnn_backend::cudnn_workspace_bytes(max_batch, width, kCudnnGraphSlack));
-#endif
-  return bytes;
-}
-
-std::size_t batch_plan_bytes(FB_MAYBE int max_batch, FB_MAYBE int64_t max_qo_tokens, FB_MAYBE int num_qo_heads,
-                             FB_MAYBE int head_dim, Device device, FB_MAYBE int64_t max_page_indices,
-                             FB_MAYBE int64_t max_request_pages) {
-  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, max_request_pages);
+// The most any built GPU backend asks for (`bytes_of` picks workspace or plan_data bytes);
+// 0 on the host, whose cpu backend reads the plan's host arrays.
+std::size_t most_of_gpu_backends(Device device, const dispatch::WorkspaceSizes& sizes,
+                                 std::size_t (*dispatch::BackendOps::*bytes_of)(const dispatch::WorkspaceSizes&)) {
   if (device == Device::kCPU) return 0;
   std::size_t bytes = 0;
-#if FLASHBAND_WITH_SM80
-  bytes = std::max(bytes, sm80::sm80_plan_bytes(max_batch, max_qo_tokens, num_qo_heads) +
-                              sm80::sm80_page_index_bytes(max_page_indices));
-#endif
-#if FLASHBAND_WITH_SM90
-  bytes = std::max(bytes, sm90::sm90_plan_bytes(max_batch, max_qo_tokens, head_dim) +
-                              sm90::sm90_page_index_bytes(max_page_indices));
-#endif
-#if FLASHBAND_WITH_CUDNN
-  // page_table_width: at most twice the longest request's pages.
-  const int64_t pages = max_request_pages >= 0 ? std::min(max_request_pages, max_page_indices) : max_page_indices;
-  const int width = static_cast<int>(std::min<int64_t>(2 * pages, 1 << 30));
-  bytes = std::max(bytes, cudnn_backend::cudnn_workspace_bytes(max_batch, width, 0));
-#endif
+  for (const dispatch::BackendOps* ops : dispatch::built_backend_ops())
+    if (ops->*bytes_of) bytes = std::max(bytes, (ops->*bytes_of)(sizes));
   return bytes;
 }
 
-#undef FB_MAYBE
+}  // namespace
+
+std::size_t batch_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim, Device device,
+                                  int64_t max_page_indices) {
+  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, -1);
+  return most_of_gpu_backends(device, {max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, -1},
+                              &dispatch::BackendOps::workspace_bytes);
+}
+
+std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim, Device device,
+                             int64_t max_page_indices, int64_t max_request_pages) {
+  check_counts(max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, max_request_pages);
+  return most_of_gpu_backends(device,
+                              {max_batch, max_qo_tokens, num_qo_heads, head_dim, max_page_indices, max_request_pages},
+                              &dispatch::BackendOps::plan_bytes);
+}
 
 }  // namespace flashband

@@ -48,7 +48,7 @@ struct Limits {
   // device_indices) rather than copying them at plan time.
   bool device_page_indices = false;
   // cudnn rows: runtime cuDNN versions are also checked against
-  // backends/cudnn/known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.
+  // dispatch/cudnn_known_bad.h (kMinCudnnVersion, kKnownBadWindows), the one list of them.
   bool cudnn_versions = false;
 };
 

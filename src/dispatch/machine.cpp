@@ -2,13 +2,11 @@
 #include <mutex>
 #include <vector>
 
+#include "dispatch/backend.h"
 #include "dispatch/select.h"
 #include "flashband/config.h"
 #if FLASHBAND_WITH_CUDA
 #include <cuda_runtime_api.h>
-#endif
-#if FLASHBAND_WITH_CUDNN
-#include "backends/cudnn/cudnn_version.h"
 #endif
 
 namespace flashband::dispatch {
@@ -36,9 +34,8 @@ MachineInfo machine_info(Device device, int device_id) {
   (void)device;
   (void)device_id;
 #endif
-#if FLASHBAND_WITH_CUDNN
-  if (m.cuda_devices > 0) m.cudnn_version = cudnn_backend::runtime_version();
-#endif
+  const BackendOps* cudnn = backend_ops(Backend::kCUDNN);
+  if (m.cuda_devices > 0 && cudnn && cudnn->runtime_version) m.cudnn_version = cudnn->runtime_version();
   return m;
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/mask.h"
+#include "dispatch/backend.h"
 #include "flashband/error.h"
 
 namespace flashband::dispatch {
@@ -54,16 +55,7 @@ void check_kernel_fits(const KernelEntry& e, const core::AttentionParams& params
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
-    register_cpu_kernels(reg);
-#if FLASHBAND_WITH_SM80
-    register_sm80_kernels(reg);
-#endif
-#if FLASHBAND_WITH_SM90
-    register_sm90_kernels(reg);
-#endif
-#if FLASHBAND_WITH_CUDNN
-    register_cudnn_kernels(reg);
-#endif
+    for (const BackendOps* ops : built_backend_ops()) ops->register_kernels(reg);
     return reg;
   }();
   return r;

@@ -6,7 +6,6 @@
 
 #include "core/params.h"
 #include "dispatch/variant.h"
-#include "flashband/config.h"
 
 namespace flashband::dispatch {
 
@@ -37,17 +36,5 @@ void check_kernel_fits(const KernelEntry& entry, const core::AttentionParams& pa
 
 // The process-wide registry, filled on first use by every backend compiled in.
 const Registry& registry();
-
-// Registration hooks, one per backend; defined by each backend's sources.
-void register_cpu_kernels(Registry& r);
-#if FLASHBAND_WITH_SM80
-void register_sm80_kernels(Registry& r);
-#endif
-#if FLASHBAND_WITH_SM90
-void register_sm90_kernels(Registry& r);
-#endif
-#if FLASHBAND_WITH_CUDNN
-void register_cudnn_kernels(Registry& r);
-#endif
 
 }  // namespace flashband::dispatch

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "backends/cudnn/known_bad.h"
+#include "dispatch/cudnn_known_bad.h"
 #include "core/mask.h"
 
 namespace flashband::dispatch {
@@ -101,7 +101,7 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
   return {};
 }
 
-// The runtime cuDNN against backends/cudnn/known_bad.h. The graph's exact s_kv is not known
+// The runtime cuDNN against dispatch/cudnn_known_bad.h. The graph's exact s_kv is not known
 // before plan, so max_kv_len stands in for it (plan_cudnn re-checks with the exact value).
 std::string cudnn_version_problem(const ProblemDesc& p, const MachineInfo& m) {
   using namespace cudnn_backend;

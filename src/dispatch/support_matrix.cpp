@@ -2,7 +2,7 @@
 // tests/unit/readme_matrix_test.cpp fails when README.md and this output differ).
 #include <sstream>
 
-#include "backends/cudnn/known_bad.h"
+#include "dispatch/cudnn_known_bad.h"
 #include "core/mask.h"
 #include "dispatch/capability_table.h"
 #include "dispatch/select.h"

@@ -8,6 +8,7 @@
 
 #include "api/validate.h"
 #include "core/mask.h"
+#include "dispatch/backend.h"
 #include "dispatch/select.h"
 #include "plan/graph_window.h"
 #include "plan/page_status.h"
@@ -66,33 +67,9 @@ std::vector<int64_t> mask_byte_offsets(const std::vector<int32_t>& qo_indptr, co
   return offsets;
 }
 
-BackendPlanFn backend_planner(Backend b) {
-  switch (b) {
-    case Backend::kCPU: return plan_cpu;
-#if FLASHBAND_WITH_SM80
-    case Backend::kSM80: return plan_sm80;
-#endif
-#if FLASHBAND_WITH_SM90
-    case Backend::kSM90: return plan_sm90;
-#endif
-#if FLASHBAND_WITH_CUDNN
-    case Backend::kCUDNN: return plan_cudnn;
-#endif
-    default: break;
-  }
+const dispatch::BackendOps& built_ops(Backend b) {
+  if (const dispatch::BackendOps* ops = dispatch::backend_ops(b)) return *ops;
   throw Error(ErrorCode::kNotBuilt, std::string("backend '") + backend_name(b) + "' is not in this build");
-}
-
-std::string state_signature_of(const Plan& plan) {
-  switch (plan.backend) {
-#if FLASHBAND_WITH_SM90
-    case Backend::kSM90: return state_signature_sm90(plan);
-#endif
-#if FLASHBAND_WITH_CUDNN
-    case Backend::kCUDNN: return state_signature_cudnn(plan);
-#endif
-    default: return {};  // cpu and sm80 launch from params alone
-  }
 }
 
 }  // namespace
@@ -140,10 +117,12 @@ void finish_plan(Plan& p, const Workspace& workspace) {
     p.params = base;
     p.backend_state.reset();
     p.variant = p.kernel.key.to_string();
-    backend_planner(p.backend)(p, workspace);
+    built_ops(p.backend).plan(p, workspace);
     if (!p.params.work && p.backend_state) p.params.work = p.backend_state.get();
-    // Only the cuda_graph guard compares signatures: other plans skip building it.
-    if (p.opts.cuda_graph) p.state_signature = state_signature_of(p);
+    // Only the cuda_graph guard compares signatures: other plans skip building it. Only
+    // backends whose launch reads backend_state have one (cpu and sm80 launch from params).
+    const auto signature = built_ops(p.backend).state_signature;
+    if (p.opts.cuda_graph && signature) p.state_signature = signature(p);
   });
   if (p.opts.backend == Backend::kAuto) {
     p.chosen_by_auto = true;

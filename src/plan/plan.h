@@ -61,28 +61,4 @@ struct Plan {
   std::shared_ptr<WorkspaceClaim> claim;
 };
 
-// Per-backend planning: given a plan whose host fields and params' semantics are filled,
-// aim params' index pointers at backend memory and add any work partition. GPU backends
-// copy into `workspace` with cudaMemcpyAsync on params.stream.
-using BackendPlanFn = void (*)(Plan& plan, const Workspace& workspace);
-
-void plan_cpu(Plan& plan, const Workspace& workspace);
-#if FLASHBAND_WITH_SM80
-void plan_sm80(Plan& plan, const Workspace& workspace);
-#endif
-#if FLASHBAND_WITH_SM90
-void plan_sm90(Plan& plan, const Workspace& workspace);
-#endif
-#if FLASHBAND_WITH_CUDNN
-void plan_cudnn(Plan& plan, const Workspace& workspace);
-#endif
-
-// Plan::state_signature of the backends whose launch reads backend_state.
-#if FLASHBAND_WITH_SM90
-std::string state_signature_sm90(const Plan& plan);
-#endif
-#if FLASHBAND_WITH_CUDNN
-std::string state_signature_cudnn(const Plan& plan);
-#endif
-
 }  // namespace flashband::detail

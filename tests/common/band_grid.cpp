@@ -2,34 +2,23 @@
 
 #include <cstddef>
 
+#include "grid_lens.h"
+
 namespace flashband::testing {
 
 namespace {
 
-struct Lens {
-  std::vector<int> qo, kv;
-};
-
 // Lengths under which each window_right clips some row (r clips rows of requests with
 // qo_len > r + 1): variant 0 has qo_len < kv_len, 1 equal, 2 greater. `wide` for
 // window_left 127 or window_right 128.
-Lens band_lens(EntryPoint e, int variant, bool wide) {
-  if (e == EntryPoint::kSingle) {
-    static const Lens narrow[] = {{{40}, {90}}, {{77}, {77}}, {{90}, {61}}};
-    static const Lens broad[] = {{{200}, {263}}, {{263}, {263}}, {{300}, {229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  if (e == EntryPoint::kDecode) {  // one row per request: no window_right clips it
-    static const Lens narrow[] = {{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}};
-    static const Lens broad[] = {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  static const Lens narrow[] = {{{40, 0, 9, 5}, {70, 13, 45, 0}}, {{33, 1, 70}, {33, 1, 70}},
-                                {{50, 3, 12}, {37, 0, 5}}};
-  static const Lens broad[] = {{{150, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}},
-                               {{260, 3, 40}, {229, 0, 11}}};
-  return (wide ? broad : narrow)[variant];
-}
+const LensTable kBandLens = {
+    {{{{40}, {90}}, {{77}, {77}}, {{90}, {61}}},
+     {{{200}, {263}}, {{263}, {263}}, {{300}, {229}}}},
+    {{{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}},
+     {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}}},
+    {{{{40, 0, 9, 5}, {70, 13, 45, 0}}, {{33, 1, 70}, {33, 1, 70}}, {{50, 3, 12}, {37, 0, 5}}},
+     {{{150, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}}, {{260, 3, 40}, {229, 0, 11}}}},
+};
 
 }  // namespace
 
@@ -63,7 +52,7 @@ std::vector<Case> band_cases(const std::vector<DType>& dtypes) {
           c.causal = causal;
           c.window_left = wl;
           c.window_right = wr;
-          const Lens l = band_lens(e, k % 3, wl == 127 || wr == 128);
+          const Lens l = kBandLens.pick(e, k % 3, wl == 127 || wr == 128);
           c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>(l.kv.size(), 1) : l.qo;
           c.kv_lens = l.kv;
           rotate(c);

@@ -2,33 +2,23 @@
 
 #include "case_steps.h"
 #include "compare.h"
+#include "grid_lens.h"
 
 namespace flashband::testing {
 
 namespace {
 
-struct Lens {
-  std::vector<int> qo, kv;
-};
-
 // Variant 0 has qo_len < kv_len, 1 equal, 2 greater (causal rows that see nothing); `wide`
 // for window 127, whose guard needs keys well beyond the window. Batches hold an empty
 // request or one without keys.
-Lens lens_for(EntryPoint e, int variant, bool wide) {
-  if (e == EntryPoint::kSingle) {
-    static const Lens narrow[] = {{{9}, {70}}, {{45}, {45}}, {{60}, {41}}};
-    static const Lens broad[] = {{{20}, {230}}, {{190}, {190}}, {{230}, {200}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  if (e == EntryPoint::kDecode) {
-    static const Lens narrow[] = {{{}, {77, 1, 0, 45}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}};
-    static const Lens broad[] = {{{}, {300, 1, 0, 129}}, {{}, {263, 170}}, {{}, {7, 0, 229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  static const Lens narrow[] = {{{11, 0, 9}, {50, 13, 0}}, {{33, 1, 40}, {33, 1, 40}}, {{40, 3}, {29, 0}}};
-  static const Lens broad[] = {{{17, 0, 20}, {230, 13, 150}}, {{150, 1}, {150, 1}}, {{200, 3}, {170, 0}}};
-  return (wide ? broad : narrow)[variant];
-}
+const LensTable kFp8Lens = {
+    {{{{9}, {70}}, {{45}, {45}}, {{60}, {41}}},
+     {{{20}, {230}}, {{190}, {190}}, {{230}, {200}}}},
+    {{{{}, {77, 1, 0, 45}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}},
+     {{{}, {300, 1, 0, 129}}, {{}, {263, 170}}, {{}, {7, 0, 229}}}},
+    {{{{11, 0, 9}, {50, 13, 0}}, {{33, 1, 40}, {33, 1, 40}}, {{40, 3}, {29, 0}}},
+     {{{17, 0, 20}, {230, 13, 150}}, {{150, 1}, {150, 1}}, {{200, 3}, {170, 0}}}},
+};
 
 }  // namespace
 
@@ -61,7 +51,7 @@ std::vector<Case> fp8_grid_cases(const std::vector<int>& head_dims) {
                 if (cap) c.logits_soft_cap = 2.0f;
                 c.k_scale = scales[s];
                 c.v_scale = scales[(s + k) % 3];  // every (k_scale, v_scale) pair over the grid
-                const Lens l = lens_for(en.e, k % 3, w == 127);
+                const Lens l = kFp8Lens.pick(en.e, k % 3, w == 127);
                 c.qo_lens = l.qo;
                 c.kv_lens = l.kv;
                 c.head_dim = head_dims[static_cast<size_t>(k / 2) % head_dims.size()];

@@ -1,31 +1,20 @@
 #include "oracle_grid.h"
 
+#include "grid_lens.h"
+
 namespace flashband::testing {
 namespace {
 
-struct Lens {
-  std::vector<int> qo, kv;
-};
-
 // Variant 0: qo_len < kv_len, 1: equal, 2: greater (causal rows with p < 0 see nothing).
 // `wide` for windows >= 31, whose window guard needs keys well beyond the window.
-Lens lens_for(EntryPoint e, int variant, bool wide) {
-  if (e == EntryPoint::kSingle) {
-    static const Lens narrow[] = {{{13}, {77}}, {{129}, {129}}, {{90}, {61}}};
-    static const Lens broad[] = {{{61}, {263}}, {{200}, {200}}, {{300}, {229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  if (e == EntryPoint::kDecode) {
-    static const Lens narrow[] = {{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}};
-    static const Lens broad[] = {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}};
-    return (wide ? broad : narrow)[variant];
-  }
-  static const Lens narrow[] = {{{17, 0, 9, 5}, {70, 13, 45, 0}}, {{65, 1, 70}, {65, 1, 70}},
-                                {{50, 3, 12}, {37, 0, 5}}};
-  static const Lens broad[] = {{{40, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}},
-                               {{260, 3, 40}, {229, 0, 11}}};
-  return (wide ? broad : narrow)[variant];
-}
+const LensTable kGridLens = {
+    {{{{13}, {77}}, {{129}, {129}}, {{90}, {61}}},
+     {{{61}, {263}}, {{200}, {200}}, {{300}, {229}}}},
+    {{{{}, {77, 1, 0, 45, 16}}, {{}, {64, 33, 2}}, {{}, {5, 0, 90}}},
+     {{{}, {300, 1, 0, 129, 200}}, {{}, {263, 170}}, {{}, {7, 0, 229}}}},
+    {{{{17, 0, 9, 5}, {70, 13, 45, 0}}, {{65, 1, 70}, {65, 1, 70}}, {{50, 3, 12}, {37, 0, 5}}},
+     {{{40, 0, 20, 5}, {263, 13, 200, 0}}, {{150, 1, 229}, {150, 1, 229}}, {{260, 3, 40}, {229, 0, 11}}}},
+};
 
 }  // namespace
 
@@ -45,7 +34,7 @@ std::vector<Case> oracle_grid(const std::vector<DType>& dtypes) {
           for (int d : dims) {
             Case c;
             c.entry = e;
-            const Lens l = lens_for(e, (k / 7) % 3, w >= 31 && w != kNoOpWindow);
+            const Lens l = kGridLens.pick(e, (k / 7) % 3, w >= 31 && w != kNoOpWindow);
             c.qo_lens = e == EntryPoint::kDecode ? std::vector<int>{} : l.qo;
             c.kv_lens = l.kv;
             if (e == EntryPoint::kDecode) c.qo_lens.assign(c.kv_lens.size(), 1);

@@ -35,6 +35,7 @@
 #include "backends/sm90/tensor_map.h"
 #include "backends/sm90/tile_rule.h"
 #include "core/mask.h"
+#include "dispatch/backend.h"
 #include "dispatch/registry.h"
 #include "flashband/error.h"
 #include "plan/plan.h"
@@ -55,13 +56,12 @@ std::size_t IndexBlob::append(const void*, std::size_t bytes) {
 void upload_async(void*, const IndexBlob&, void*) {}
 }  // namespace cuda
 namespace dispatch {
-void register_cpu_kernels(Registry&) {}
-#if FLASHBAND_WITH_SM80
-void register_sm80_kernels(Registry&) {}
-#endif
-#if FLASHBAND_WITH_CUDNN
-void register_cudnn_kernels(Registry&) {}
-#endif
+// The registry of this test holds sm90's keys alone.
+const std::vector<const BackendOps*>& built_backend_ops() {
+  static const BackendOps sm90_ops = {Backend::kSM90, register_sm90_kernels, detail::plan_sm90};
+  static const std::vector<const BackendOps*> ops = {&sm90_ops};
+  return ops;
+}
 }  // namespace dispatch
 
 namespace sm90 {

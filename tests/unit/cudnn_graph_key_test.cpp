@@ -17,7 +17,7 @@
 
 #include "backends/cudnn/graph_build.h"
 #include "backends/cudnn/graph_key.h"
-#include "backends/cudnn/known_bad.h"
+#include "dispatch/cudnn_known_bad.h"
 #include "backends/cudnn/problem_checks.h"
 #include "backends/cudnn/workspace_layout.h"
 #include "flashband/error.h"
@@ -479,7 +479,7 @@ TEST(CudnnProblemChecks, RaggedOffsetsMustFitInt32) {
   EXPECT_NE(msg.find("k with 1048576 rows"), std::string::npos) << msg;
 }
 
-// --- Known-bad versions (known_bad.h) ---
+// --- Known-bad versions (dispatch/cudnn_known_bad.h) ---
 
 TEST(CudnnKnownBad, WindowsMatchTheirScope) {
   BadWindowProblem p;

@@ -190,7 +190,7 @@ TEST(Dispatch, AutoPrefersValidatedThenFasterAndSkipsKnownBad) {
   table[2].limits.cudnn_versions = true;
   const Registry reg = full_registry({Backend::kSM80, Backend::kSM90, Backend::kCUDNN});
   MachineInfo m = hopper();
-  m.cudnn_version = 91400;  // known-bad for non-causal windows over long KV (known_bad.h)
+  m.cudnn_version = 91400;  // known-bad for non-causal windows over long KV (dispatch/cudnn_known_bad.h)
   ProblemDesc windowed = cuda_problem();
   windowed.window_left = 100;
   windowed.max_kv_len = 4096;

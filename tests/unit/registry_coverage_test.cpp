@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "dispatch/select.h"
+#include "flashband/config.h"
 
 namespace flashband::dispatch {
 namespace {

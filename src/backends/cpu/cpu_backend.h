@@ -1,10 +1,11 @@
 // The cpu backend: the embedded default and the judge of the GPU backends. Its entry points
-// run on host memory; dispatch::register_cpu_kernels (src/dispatch/registry.h) and
-// detail::plan_cpu (src/plan/plan.h) connect it to the public API.
+// run on host memory; dispatch::register_cpu_kernels and detail::plan_cpu (below, listed in
+// backend_ops.cpp) connect it to the public API.
 #pragma once
 #include <cstdint>
 
 #include "core/params.h"
+#include "flashband/attention.h"
 #include "flashband/tensor.h"
 
 namespace flashband::cpu {
@@ -46,3 +47,15 @@ void cpu_merge_state(const TensorView& v_a, const TensorView& s_a, const TensorV
                      const TensorView& s_b, const TensorView& v_out, const TensorView& s_out);
 
 }  // namespace flashband::cpu
+
+// Connects the backend to dispatch (backend_ops.cpp).
+namespace flashband {
+namespace detail {
+struct Plan;
+void plan_cpu(Plan& plan, const Workspace& workspace);
+}  // namespace detail
+namespace dispatch {
+class Registry;
+void register_cpu_kernels(Registry& r);
+}  // namespace dispatch
+}  // namespace flashband

@@ -1,7 +1,7 @@
 // The cudnn backend: cuDNN's fused SDPA forward through cudnn-frontend graphs, one graph per
 // GraphKey (graph_key.h), built at plan time and cached process-wide (graph_cache.h).
-// dispatch::register_cudnn_kernels (src/dispatch/registry.h) and detail::plan_cudnn
-// (src/plan/plan.h) connect it to the public API; this header adds what the glue needs to
+// dispatch::register_cudnn_kernels and detail::plan_cudnn (below, listed in backend_ops.cpp)
+// connect it to the public API; this header adds what the glue needs to
 // size workspaces and what tests need to observe the cache.
 //
 // Glue contract:
@@ -23,6 +23,7 @@
 //   the planned graph, so a view with other strides is refused, never computed wrongly.
 #pragma once
 #include <cstddef>
+#include <string>
 
 #include "flashband/attention.h"
 #include "plan/plan.h"
@@ -50,3 +51,16 @@ std::size_t graph_cache_size();
 std::size_t graph_builds();
 
 }  // namespace flashband::cudnn_backend
+
+// Connects the backend to dispatch (backend_ops.cpp).
+namespace flashband {
+namespace detail {
+struct Plan;
+void plan_cudnn(Plan& plan, const Workspace& workspace);
+std::string state_signature_cudnn(const Plan& plan);
+}  // namespace detail
+namespace dispatch {
+class Registry;
+void register_cudnn_kernels(Registry& r);
+}  // namespace dispatch
+}  // namespace flashband

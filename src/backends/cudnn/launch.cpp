@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include "backends/cudnn/cudnn_backend.h"
 #include "backends/cudnn/graph_cache.h"
 #include "backends/cudnn/graph_key.h"
 #include "backends/cudnn/lse_base2.h"

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backends/cudnn/known_bad.h"
+#include "dispatch/cudnn_known_bad.h"
 #include "plan/plan.h"
 
 namespace flashband::cudnn_backend {

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/upload.h"
+#include "backends/sm80/sm80_backend.h"
 #include "backends/sm80/split_policy.h"
 #include "backends/sm80/work_plan.h"
 #include "backends/sm80/workspace.h"

@@ -1,4 +1,5 @@
 // dispatch::register_sm80_kernels: every kernels/*.cu file's registration, in one list.
+#include "backends/sm80/sm80_backend.h"
 #include "dispatch/registry.h"
 
 namespace flashband {

@@ -5,6 +5,7 @@
 // decode kernel serves it.
 #include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/kernel_args.h"
+#include "backends/sm90/sm90_backend.h"
 #include "dispatch/registry.h"
 #include "flashband/error.h"
 

@@ -3,11 +3,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backends/sm90/tile_shapes.h"
 #include "backends/sm90/work_list.h"
 #include "core/params.h"
+#include "flashband/attention.h"
 #include "flashband/tensor.h"
 
 namespace flashband::sm90 {
@@ -52,3 +54,16 @@ template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind 
 void launch_prefill(const core::AttentionParams& params);
 
 }  // namespace flashband::sm90
+
+// Connects the backend to dispatch (backend_ops.cpp).
+namespace flashband {
+namespace detail {
+struct Plan;
+void plan_sm90(Plan& plan, const Workspace& workspace);
+std::string state_signature_sm90(const Plan& plan);
+}  // namespace detail
+namespace dispatch {
+class Registry;
+void register_sm90_kernels(Registry& r);
+}  // namespace dispatch
+}  // namespace flashband

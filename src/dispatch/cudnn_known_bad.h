@@ -1,5 +1,6 @@
-// cuDNN versions the cudnn backend must not use, as data: the capability table lists the
-// same rows, and plan_cudnn refuses a problem that falls into one. Versions are
+// cuDNN versions the cudnn backend must not use, as data: selection checks the loaded cuDNN
+// against them, the support matrix lists them (both in every build, so the data lives in
+// dispatch), and plan_cudnn refuses a problem that falls into one. Versions are
 // cudnnGetVersion() numbers (9.10.2 -> 91002). Every row comes from the SDPA forward support
 // surface of cudnn-frontend 1.32 (include/cudnn_frontend/node/sdpa_support_surface.h), which
 // rejects the same combinations with the reasons quoted here.
