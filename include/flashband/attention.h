@@ -69,11 +69,12 @@ struct KVScales {
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
 // lse [qo_len, Hq] float32 when opts.return_lse, else nullptr. k and v may be fp8 (their
 // dtype is the call's K/V dtype), with `scales`; sinks [Hq] float32 (attention sinks, SPEC.md)
-// iff opts.sinks, else nullptr.
+// iff opts.sinks, else nullptr; custom_mask: the packed [qo_len, kv_len] bits, 1-D uint8 of
+// ceil(qo_len * kv_len / 8) bytes (SPEC.md "Custom masks") iff opts.custom_mask, else nullptr.
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v,
                        const TensorView& out, const TensorView* lse, const Options& opts,
                        const Workspace& workspace = {}, const KVScales& scales = {},
-                       const TensorView* sinks = nullptr);
+                       const TensorView* sinks = nullptr, const TensorView* custom_mask = nullptr);
 
 namespace detail {
 struct Plan;     // plain data, src/plan/plan.h
@@ -92,6 +93,10 @@ struct BatchState {
 struct RunArgs {
   KVScales scales;                    // an fp8 K/V cache's dequantization (BatchShape::kv_dtype)
   const TensorView* sinks = nullptr;  // [Hq] float32 on the plan's device, iff Options::sinks
+  // Prefill only, iff Options::custom_mask: every request's packed mask bits, 1-D uint8 on the
+  // plan's device, sum over requests of ceil(qo_len * kv_len / 8) bytes (SPEC.md "Custom
+  // masks"); read when the kernel runs, so a CUDA graph replays over rewritten bits.
+  const TensorView* custom_mask = nullptr;
   // A cudaStream_t to launch on instead of the plan's opts.stream (FlashInfer's run() takes
   // the caller's current stream); it must be ordered after the plan's copies, which plan()
   // enqueues on opts.stream. A graph that captures a run records it on this stream.

@@ -29,11 +29,12 @@ struct ProblemDesc {
   int window_right = -1;
   bool soft_cap = false;
   bool sinks = false;  // Options::sinks: attention sinks
+  bool custom_mask = false;  // Options::custom_mask: packed per-request bits (SPEC.md)
   bool return_lse = false;
   KVLayout kv_layout = KVLayout::kNHD;
   int page_size = 0;  // paged ops only
-  // Some query row sees no key: causal (or window_right r) with qo_len > kv_len (+ r), or a
-  // request with kv_len 0.
+  // Some query row sees no key: causal (or window_right r) with qo_len > kv_len (+ r), a
+  // request with kv_len 0, or (plans assume it, never reading the bits) a custom mask.
   bool has_empty_rows = false;
   int max_kv_len = 0;  // longest kv_len over the requests (0 when unknown)
   bool qo_longer_than_kv = false;  // some request has qo_len > kv_len

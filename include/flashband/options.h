@@ -21,6 +21,11 @@ struct Options {
   // Runs pass a float32 [num_qo_heads] sinks tensor (attention sinks, SPEC.md): required by
   // run() iff set, so that the plan (and auto) picks a backend that honours them.
   bool sinks = false;
+  // Runs pass a custom mask (SPEC.md "Custom masks"): a 1-D uint8 tensor of every request's
+  // packed bits, segment_packbits's little-endian layout; required by run() iff set, so that
+  // the plan (and auto) picks a backend that honours it. Prefill only; causal must be false
+  // (put the causal bits into the mask).
+  bool custom_mask = false;
   float logits_soft_cap = 0.0f;         // 0: off; cap > 0: cap * tanh(s / cap)
   std::optional<float> sm_scale;        // default 1/sqrt(head_dim)
   bool return_lse = false;              // when true, an lse output must be given

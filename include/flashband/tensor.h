@@ -9,7 +9,8 @@
 namespace flashband {
 
 // kE4M3 / kE5M2: torch.float8_e4m3fn / float8_e5m2, for a KV cache read with per-tensor scales.
-enum class DType { kF16, kBF16, kF32, kI32, kE4M3, kE5M2 };
+// kU8: uint8, the packed bits of a custom mask (SPEC.md "Custom masks").
+enum class DType { kF16, kBF16, kF32, kI32, kE4M3, kE5M2, kU8 };
 enum class Device { kCPU, kCUDA };
 
 const char* dtype_name(DType dtype);

@@ -19,6 +19,7 @@ from .capability import (ProblemDesc, SupportAnswer, batch_plan_bytes, batch_wor
 from .cascade import (MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place,
                       merge_states)
 from .decode import BatchDecodeWithPagedKVCacheWrapper, fast_decode_plan, single_decode_with_kv_cache
+from .packbits import packbits, segment_packbits
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
 
@@ -48,6 +49,8 @@ __all__ = [
     "merge_state",
     "merge_state_in_place",
     "merge_states",
+    "packbits",
+    "segment_packbits",
     "select_backend",
     "single_decode_with_kv_cache",
     "single_prefill_with_kv_cache",

@@ -27,8 +27,8 @@ SupportAnswer = _C.SupportAnswer
 
 def single_prefill_with_kv_cache(
     q: Array, k: Array, v: Array, scale_q: Scale = None, scale_k: Scale = None,
-    scale_v: Scale = None, o_dtype: Optional[DTypeLike] = None, custom_mask: None = None,
-    packed_custom_mask: None = None, causal: bool = False, kv_layout: str = "NHD",
+    scale_v: Scale = None, o_dtype: Optional[DTypeLike] = None, custom_mask: Optional[Array] = None,
+    packed_custom_mask: Optional[Array] = None, causal: bool = False, kv_layout: str = "NHD",
     pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
     sm_scale: Optional[float] = None, window_left: int = -1,
     logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
@@ -88,8 +88,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     last_run_info: Optional[_C.RunInfo]
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
-                 kv_indptr_buf: Optional[Array] = None, custom_mask_buf: None = None,
-                 mask_indptr_buf: None = None, backend: str = "auto",
+                 kv_indptr_buf: Optional[Array] = None, custom_mask_buf: Optional[Array] = None,
+                 mask_indptr_buf: Optional[Array] = None, backend: str = "auto",
                  jit_args: None = None, jit_kwargs: None = None,
                  variant_owns_mask: bool = False) -> None: ...
     @property
@@ -99,8 +99,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_BatchWrapper):
     def reset_workspace_buffer(self, float_workspace_buffer: Array,
                                int_workspace_buffer: Optional[Array] = None) -> None: ...
     def plan(self, qo_indptr: Array, kv_indptr: Array, num_qo_heads: int, num_kv_heads: int,
-             head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: None = None,
-             packed_custom_mask: None = None, causal: bool = False,
+             head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: Optional[Array] = None,
+             packed_custom_mask: Optional[Array] = None, causal: bool = False,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
@@ -131,8 +131,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
                  use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
                  paged_kv_indptr_buf: Optional[Array] = None,
                  paged_kv_indices_buf: Optional[Array] = None,
-                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
-                 mask_indptr_buf: None = None, backend: str = "auto",
+                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: Optional[Array] = None,
+                 mask_indptr_buf: Optional[Array] = None, backend: str = "auto",
                  jit_args: None = None, jit_kwargs: None = None,
                  variant_owns_mask: bool = False) -> None: ...
     @property
@@ -143,8 +143,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
                                int_workspace_buffer: Optional[Array] = None) -> None: ...
     def plan(self, qo_indptr: Array, paged_kv_indptr: Array, paged_kv_indices: Array,
              paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int, head_dim_qk: int,
-             page_size: int, head_dim_vo: Optional[int] = None, custom_mask: None = None,
-             packed_custom_mask: None = None, causal: bool = False,
+             page_size: int, head_dim_vo: Optional[int] = None, custom_mask: Optional[Array] = None,
+             packed_custom_mask: Optional[Array] = None, causal: bool = False,
              pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
              sm_scale: Optional[float] = None, window_left: int = -1,
              logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
@@ -160,7 +160,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_BatchWrapper):
     def workspace_size(self, qo_indptr: Array, paged_kv_indptr: Array, paged_kv_indices: Array,
                        paged_kv_last_page_len: Array, num_qo_heads: int, num_kv_heads: int,
                        head_dim_qk: int, page_size: int, head_dim_vo: Optional[int] = None,
-                       custom_mask: None = None, packed_custom_mask: None = None,
+                       custom_mask: Optional[Array] = None, packed_custom_mask: Optional[Array] = None,
                        causal: bool = False, pos_encoding_mode: str = "NONE",
                        use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
                        window_left: int = -1, logits_soft_cap: Optional[float] = None,
@@ -192,8 +192,8 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
     def __init__(self, float_workspace_buffer: Array, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, qo_indptr_buf: Optional[Array] = None,
                  paged_kv_indptr_buf: Optional[Array] = None, paged_kv_indices_buf: Optional[Array] = None,
-                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: None = None,
-                 mask_indptr_buf: None = None, backend: str = "auto", pos_encoding_mode: str = "NONE",
+                 paged_kv_last_page_len_buf: Optional[Array] = None, custom_mask_buf: Optional[Array] = None,
+                 mask_indptr_buf: Optional[Array] = None, backend: str = "auto", pos_encoding_mode: str = "NONE",
                  use_fp16_qk_reduction: bool = False, q_data_type: DTypeLike = "bfloat16",
                  kv_data_type: DTypeLike = "bfloat16", head_dim_qk: int = 128, head_dim_vo: int = 128,
                  window_left: int = -1) -> None: ...
@@ -313,7 +313,7 @@ def supports(op: str = "single_prefill", *, backend: str = "auto",
              return_lse: bool = False, kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
              window_right: int = -1,
-             kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> _C.SupportAnswer: ...
+             kv_dtype: Optional[DTypeLike] = None, sinks: bool = False, custom_mask: bool = False) -> _C.SupportAnswer: ...
 def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    device: Any = "cuda", head_dim: int = 128, num_qo_heads: int = 1,
                    num_kv_heads: int = 1, causal: bool = False, window_left: int = -1,
@@ -321,7 +321,7 @@ def select_backend(op: str = "single_prefill", *, dtype: DTypeLike = "bfloat16",
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False, window_right: int = -1,
-                   kv_dtype: Optional[DTypeLike] = None, sinks: bool = False) -> str: ...
+                   kv_dtype: Optional[DTypeLike] = None, sinks: bool = False, custom_mask: bool = False) -> str: ...
 def built_backends() -> Tuple[str, ...]: ...
 def build_info() -> Dict[str, Any]: ...
 def support_matrix() -> str: ...
@@ -332,3 +332,8 @@ def batch_plan_bytes(max_batch: int, max_qo_tokens: int, num_qo_heads: int, head
                      device: Any = "cuda", max_page_indices: int = 0,
                      max_request_pages: int = -1) -> int: ...
 def last_run_info() -> Optional[_C.RunInfo]: ...
+
+# FlashInfer's (flashinfer/quantization/packbits.py): numpy.packbits's meaning, on torch,
+# NumPy or CuPy arrays; a custom mask is segment_packbits(..., bitorder="little").
+def packbits(x: Array, bitorder: str = "big") -> Array: ...
+def segment_packbits(x: Array, indptr: Array, bitorder: str = "big") -> Tuple[Array, Array]: ...

@@ -41,7 +41,7 @@ def _is(value: Any, neutral: Any) -> bool:
 
 # FlashInfer parameters outside the contract and the values that change nothing (one table,
 # built once: run() checks some on every call).
-_NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE",
+_NEUTRAL = {"pos_encoding_mode": "NONE",
             # fp8 dequantisation scales: engines pass 1.0 for fp16/bf16 caches (vLLM
             # does on every run), which scales nothing.
             "q_scale": (None, 1.0), "k_scale": (None, 1.0), "v_scale": (None, 1.0),
@@ -51,7 +51,7 @@ _NEUTRAL = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode"
             # RoPE parameters only mean something with a RoPE mode, which is refused.
             "use_fp16_qk_reduction": False, "rope_scale": None, "rope_theta": None,
             # FlashInfer's custom-mask buffers and JIT variants: no custom masks here.
-            "custom_mask_buf": None, "mask_indptr_buf": None, "jit_args": None, "jit_kwargs": None,
+            "jit_args": None, "jit_kwargs": None,
             # FlashInfer's split-KV controls (engines pass their neutral values) and the
             # trtllm-gen/cuDNN inputs.
             "fixed_split_size": (None, -1), "seq_lens": None, "seq_lens_q": None,
@@ -121,7 +121,8 @@ def make_options(*, causal: bool = False, window_left: int = -1, window_right: i
                  logits_soft_cap: Optional[float] = None, sm_scale: Optional[float] = None,
                  return_lse: bool = False, kv_layout: str = "NHD", backend: str = "auto",
                  stream: int = 0, cuda_graph: bool = False,
-                 disable_split_kv: bool = False, sinks: bool = False) -> "_C.Options":
+                 disable_split_kv: bool = False, sinks: bool = False,
+                 custom_mask: bool = False) -> "_C.Options":
     """The native Options, each value judged under the caller's name first (_args):
     window_left / window_right past C int are -1 (no bound), float parameters are judged as float32."""
     return _C.Options(causal=_args.flag(causal, "causal"), window_left=_args.window_left(window_left),
@@ -133,7 +134,7 @@ def make_options(*, causal: bool = False, window_left: int = -1, window_right: i
                       backend=_args.text(backend_name(backend), "backend"),
                       stream=stream, cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
                       disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"),
-                      sinks=bool(sinks))
+                      sinks=bool(sinks), custom_mask=bool(custom_mask))
 
 
 def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):

@@ -23,6 +23,7 @@ from . import _frameworks as fw
 from ._common import (backend_name, deliver_lse, lse_form, make_options, outputs, record,
                       refuse_unsupported, transposed_lse)
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
+from .packbits import host_copy
 
 
 # FlashInfer's int workspace size: a plan's arrays up to it keep one buffer (and so the
@@ -108,6 +109,8 @@ class BatchWrapperBase:
         self._page_index_room = 0        # the page-index buffer's length: the arrays' capacity
         self._page_index_buffer: Any = None  # FlashInfer's, under use_cuda_graph: the runs read it
         self._device_indices: Any = None  # what the runs read page indices from (None: a copy)
+        self._mask_bits: Any = None      # the plan's packed custom mask, which its runs read
+        self._mask_buffers: dict = {}    # FlashInfer's custom_mask_buf / mask_indptr_buf
         self.last_run_info = None
 
     def _take_index_buffers(self, given: dict, batch_from: Tuple[Tuple[str, int], ...],
@@ -145,6 +148,52 @@ class BatchWrapperBase:
             # cudnn and sm90 refuse device indices: their wrappers copy the host ones at plan
             # time, and so do auto's where no backend reading them serves (_do_plan).
             self._page_index_buffer = given[page_indices]
+
+    def _take_mask_buffers(self, custom_mask_buf: Any, mask_indptr_buf: Any) -> None:
+        """FlashInfer's CUDA-graph mask buffers, with its meaning: under use_cuda_graph a masked
+        plan() copies its packed bits into custom_mask_buf (a 1-D uint8 array, their first
+        bytes) and each request's byte offset into mask_indptr_buf (int32, batch_size + 1),
+        and the runs read the bits from custom_mask_buf, so a captured graph replays over bits
+        rewritten there in place. Without use_cuda_graph they are only kept, as FlashInfer's
+        eager plan() rebinds them without writing."""
+        given = {name: b for name, b in (("custom_mask_buf", custom_mask_buf),
+                                         ("mask_indptr_buf", mask_indptr_buf)) if b is not None}
+        self._mask_buffers = given
+        if not self._use_cuda_graph:
+            return
+        if "mask_indptr_buf" in given:
+            fw.index_buffer_length(given["mask_indptr_buf"], "mask_indptr_buf", self._workspace)
+        if "custom_mask_buf" in given:
+            buf = given["custom_mask_buf"]
+            _args.array(buf, "custom_mask_buf", 1, "[bytes]", ("uint8",), writable=True)
+            if fw.device_of(buf) != fw.device_of(self._workspace):
+                raise InvalidArgumentError(f"custom_mask_buf: on {fw.device_of(buf)}, the workspace on "
+                                           f"{fw.device_of(self._workspace)}")
+
+    def _mask_target(self, packed: Any, byte_indptr: np.ndarray) -> Any:
+        """What the runs of a plan with these packed bits read (None: no mask): under
+        use_cuda_graph the first bytes of custom_mask_buf, after checking that the bits and
+        offsets fit (nothing is written yet: _store_mask does that once the plan succeeded)."""
+        if packed is None or not self._use_cuda_graph:
+            return packed
+        for name in ("custom_mask_buf", "mask_indptr_buf"):
+            if name not in self._mask_buffers:
+                raise InvalidArgumentError(f"{name}: must be given to the constructor in use_cuda_graph mode for a "
+                                           "plan with a custom mask (FlashInfer's rule: the runs read the mask there)")
+        n, buf = int(byte_indptr[-1]), self._mask_buffers["custom_mask_buf"]
+        if n > int(buf.shape[0]):
+            raise InvalidArgumentError(f"custom_mask_buf: holds {int(buf.shape[0])} bytes, this plan's mask has {n}")
+        if len(byte_indptr) > int(self._mask_buffers["mask_indptr_buf"].shape[0]):
+            raise InvalidArgumentError(f"mask_indptr_buf: holds {int(self._mask_buffers['mask_indptr_buf'].shape[0])} "
+                                       f"entries, this plan's mask_indptr has {len(byte_indptr)}")
+        return buf[:n]
+
+    def _store_mask(self, packed: Any, target: Any, byte_indptr: np.ndarray) -> None:
+        """Keeps the plan's mask for its runs; under use_cuda_graph writes it into the buffers."""
+        if packed is not None and target is not packed:
+            fw.copy_into(target, host_copy(packed, "custom_mask"))
+            fw.copy_into(self._mask_buffers["mask_indptr_buf"], byte_indptr.astype(np.int32))
+        self._mask_bits = target
 
     def _check_index_buffers(self, arrays: dict, batch: int) -> None:
         if self._graph_batch is not None and batch != self._graph_batch:

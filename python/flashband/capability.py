@@ -33,7 +33,7 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
              logits_soft_cap: Optional[float], return_lse: bool, kv_layout: str,
              page_size: int, has_empty_rows: bool, cuda_graph: bool = False,
              disable_split_kv: bool = False, kv_dtype: Any = None,
-             sinks: bool = False) -> "_C.ProblemDesc":
+             sinks: bool = False, custom_mask: bool = False) -> "_C.ProblemDesc":
     kind, index = _device(device)
     cap = _args.real(logits_soft_cap, "logits_soft_cap")
     num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
@@ -49,7 +49,7 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
                           cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
                           disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"),
                           kv_dtype=None if kv_dtype is None else fw.canonical_dtype(kv_dtype, "kv_dtype", fp8=True),
-                          sinks=_args.flag(sinks, "sinks"))
+                          sinks=_args.flag(sinks, "sinks"), custom_mask=_args.flag(custom_mask, "custom_mask"))
 
 
 def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = "bfloat16",
@@ -59,7 +59,7 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
              kv_layout: str = "NHD", page_size: int = 0,
              has_empty_rows: bool = False, disable_split_kv: bool = False,
              window_right: int = -1, kv_dtype: Any = None,
-             sinks: bool = False) -> "_C.SupportAnswer":
+             sinks: bool = False, custom_mask: bool = False) -> "_C.SupportAnswer":
     """Whether `backend` can run this problem on this machine. The answer is truthy when it
     can; otherwise .reason names the parameter. op: 'single_prefill', 'ragged_prefill',
     'paged_prefill' or 'paged_decode'. window_left is taken as given (a window wider than
@@ -68,11 +68,12 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
     as the wrappers' plan() argument (cudnn refuses it). window_right: as plan() takes it
     (>= 1 for a two-sided window; 0 is causal). kv_dtype: the K/V storage (None: dtype's;
     'float8_e4m3fn' / 'float8_e5m2': an fp8 cache, the capability table's K/V dtype column).
-    sinks: runs pass attention sinks (run()'s `sinks`; cudnn refuses them)."""
+    sinks: runs pass attention sinks (run()'s `sinks`; cudnn refuses them). custom_mask: the
+    plan has a custom mask (only cpu's prefill serves one; GPU kernels are not written yet)."""
     problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
                        window_left, window_right, logits_soft_cap, return_lse, kv_layout, page_size,
                        has_empty_rows, disable_split_kv=disable_split_kv, kv_dtype=kv_dtype,
-                       sinks=sinks)
+                       sinks=sinks, custom_mask=custom_mask)
     return _C.supports(problem, backend_name(backend))
 
 
@@ -83,14 +84,15 @@ def select_backend(op: str = "single_prefill", *, dtype: Any = "bfloat16", devic
                    kv_layout: str = "NHD", page_size: int = 0,
                    has_empty_rows: bool = False, use_cuda_graph: bool = False,
                    disable_split_kv: bool = False, window_right: int = -1,
-                   kv_dtype: Any = None, sinks: bool = False) -> str:
+                   kv_dtype: Any = None, sinks: bool = False, custom_mask: bool = False) -> str:
     """The backend 'auto' would pick; raises UnsupportedError saying why when none can.
     use_cuda_graph: as the wrapper's (auto's order no longer depends on it);
-    disable_split_kv: as the wrappers' plan() argument; kv_dtype, sinks: as supports()'."""
+    disable_split_kv: as the wrappers' plan() argument; kv_dtype, sinks, custom_mask: as
+    supports()'."""
     return _C.select_backend(_problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads,
                                       causal, window_left, window_right, logits_soft_cap, return_lse,
                                       kv_layout, page_size, has_empty_rows, use_cuda_graph,
-                                      disable_split_kv, kv_dtype, sinks))
+                                      disable_split_kv, kv_dtype, sinks, custom_mask))
 
 
 def built_backends() -> Tuple[str, ...]:

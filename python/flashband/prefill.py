@@ -17,6 +17,7 @@ from . import _C
 from . import _args
 from . import _frameworks as fw
 from ._common import kv_scales, make_options, outputs, record, refuse_unsupported
+from ._custom_mask import packed_mask, paged_kv_lens
 from ._wrapper import BatchWrapperBase, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -46,6 +47,10 @@ def single_prefill_with_kv_cache(
     window_right (a flashband extension; causal is window_right 0, so with causal=True only
     -1 and 0 are taken; SPEC.md). sinks: float32 [Hq] attention sinks (SPEC.md; a flashband
     extension here: FlashInfer takes them on the paged wrappers' run()).
+    custom_mask: bool [qo_len, kv_len] (False hides key j from row i), or packed_custom_mask:
+    its bits packed as packbits(custom_mask.reshape(-1), bitorder="little") (SPEC.md "Custom
+    masks"; both given, they must agree); ANDed with the window; causal=True beside a mask
+    raises (FlashInfer ignores causal there: put the causal bits into the mask).
 
     out/lse: written in place when given, else allocated like q (lse only with return_lse);
     the result is (out, lse) only with return_lse, as FlashInfer's.
@@ -60,11 +65,12 @@ def single_prefill_with_kv_cache(
     scale_q/scale_k/scale_v are FlashInfer's per-head scales of fp8 q (the fp8-attention
     path, not built): None or 1.0 only.
     """
-    refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                       pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+    refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
                        scale_k=scale_k, scale_v=scale_v, kv_cache_sf=kv_cache_sf)
     _check_qkv(q, k, v)
+    kv_len = int(k.shape[0 if kv_layout == "NHD" else 1])
+    mask, _ = packed_mask(custom_mask, packed_custom_mask, np.array([q.shape[0]]), np.array([kv_len]))
     scales = kv_scales(k_scale, v_scale, fp8=_args.dtype_name(k) in fw.FP8_DTYPES)
     if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
         raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
@@ -75,7 +81,8 @@ def single_prefill_with_kv_cache(
     opts = make_options(causal=causal, window_left=window_left, window_right=window_right,
                         logits_soft_cap=logits_soft_cap,
                         sm_scale=sm_scale, return_lse=write_lse, kv_layout=kv_layout,
-                        backend=backend, stream=fw.current_stream(q), sinks=sinks is not None)
+                        backend=backend, stream=fw.current_stream(q), sinks=sinks is not None,
+                        custom_mask=mask is not None)
     workspace = None
     device, _ = fw.device_of(q)
     if device == "cuda":  # room for a split-KV plan; the caching allocator makes this cheap
@@ -88,7 +95,7 @@ def single_prefill_with_kv_cache(
         raise InvalidArgumentError(f"v: dtype {fw.dtype_name(v)}, expected k's {fw.dtype_name(k)}")
     with fw.device_guard(q):
         record(_C.single_prefill(n(q), k_bytes, v_bytes, n(out), n(lse), opts, n(workspace),
-                                 kv_dtype=kv_dtype, sinks=n(sinks), **scales))
+                                 kv_dtype=kv_dtype, sinks=n(sinks), custom_mask=n(mask), **scales))
     return (out, lse) if return_lse else out
 
 
@@ -118,8 +125,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
     qo_indptr_buf, kv_indptr_buf: FlashInfer's CUDA-graph buffers (1-D int32): under
     use_cuda_graph, as in FlashInfer, each plan() writes its arrays into them and
     qo_indptr_buf's length fixes the batch size; without it they are only kept (FlashInfer's
-    eager plan() does not write them either). custom_mask_buf, mask_indptr_buf and jit_args
-    are refused (no custom masks or JIT variants).
+    eager plan() does not write them either). custom_mask_buf, mask_indptr_buf: FlashInfer's
+    mask buffers (a 1-D uint8 and a 1-D int32 array): under use_cuda_graph a masked plan()
+    writes its packed bits and byte offsets into them and the runs read the bits there, so a
+    graph replays over bits rewritten in place; a masked plan without them raises there.
+    jit_args are refused (no JIT variants).
     """
 
     _native_class = _C.BatchPrefillRagged
@@ -129,12 +139,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                  kv_indptr_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
                  jit_kwargs: Any = None, variant_owns_mask: bool = False) -> None:
-        refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args, jit_kwargs=jit_kwargs,
-                           variant_owns_mask=variant_owns_mask)
+        refuse_unsupported(jit_args=jit_args, jit_kwargs=jit_kwargs, variant_owns_mask=variant_owns_mask)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(dict(qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf),
                                  (("qo_indptr_buf", 1), ("kv_indptr_buf", 1)))
+        self._take_mask_buffers(custom_mask_buf, mask_indptr_buf)
 
     def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
              head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
@@ -151,7 +160,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
              v_indptr: Any = None, o_indptr: Any = None, *, return_lse: bool = False,
              window_right: int = -1) -> None:
         """Host work for a batch (index arrays may live on any device; they are copied to the
-        host). window_right (flashband extension; FlashInfer's prefill has none): keys up to
+        host). custom_mask (bool, every request's [qo_len, kv_len] flattened row-major, the
+        requests concatenated) or packed_custom_mask (uint8, segment_packbits(custom_mask,
+        qo_len * kv_len indptr, bitorder="little")): FlashInfer's, SPEC.md "Custom masks"; both
+        given, they must agree; causal=True beside one raises (put the causal bits in the mask).
+        window_right (flashband extension; FlashInfer's prefill has none): keys up to
         p(i) + window_right, -1 none; with causal=True only -1 and 0 (SPEC.md). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
         o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
@@ -159,8 +172,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         multi-item scoring arguments (prefix_len_ptr, ...) are taken at their neutral values
         only; FlashInfer 0.7's cuDNN inputs (seq_lens, seq_lens_q, max_token_per_sequence,
         max_sequence_kv, v_indptr, o_indptr) as None only: the lengths come from the indptrs."""
-        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
                            fixed_split_size=fixed_split_size, prefix_len_ptr=prefix_len_ptr,
                            token_pos_in_items_ptr=token_pos_in_items_ptr,
@@ -174,11 +186,14 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
         args = (qo, kv, num_qo_heads, num_kv_heads, head_dim_qk, dtype)
+        mask, byte_indptr = packed_mask(custom_mask, packed_custom_mask, np.diff(qo), np.diff(kv))
+        target = self._mask_target(mask, byte_indptr)
         self._do_plan(args, dict(causal=causal, window_left=window_left, window_right=window_right,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
-                                 disable_split_kv=disable_split_kv),
+                                 disable_split_kv=disable_split_kv, custom_mask=mask is not None),
                       return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
                       dict(qo_indptr_buf=qo, kv_indptr_buf=kv), kv_data_type=kv_dtype)
+        self._store_mask(mask, target, byte_indptr)
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
             return_lse: bool = False, enable_pdl: Optional[bool] = None,
@@ -204,7 +219,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         return self._run(q, out, lse, return_lse,
                          lambda o, l, s: self._native.run(n(q), k_bytes, v_bytes, n(o), n(l),
                                                           stream=fw.current_stream(q), kv_dtype=kv_dtype,
-                                                          sinks=n(s), **scales),
+                                                          sinks=n(s), custom_mask=n(self._mask_bits), **scales),
                          sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
@@ -242,9 +257,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
                  jit_kwargs: Any = None, variant_owns_mask: bool = False) -> None:
-        refuse_unsupported(custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf,
-                           jit_args=jit_args, jit_kwargs=jit_kwargs,
-                           variant_owns_mask=variant_owns_mask)
+        refuse_unsupported(jit_args=jit_args, jit_kwargs=jit_kwargs, variant_owns_mask=variant_owns_mask)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, backend=backend)
         self._take_index_buffers(
             dict(qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
@@ -252,6 +265,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                  paged_kv_last_page_len_buf=paged_kv_last_page_len_buf),
             (("qo_indptr_buf", 1), ("paged_kv_indptr_buf", 1), ("paged_kv_last_page_len_buf", 0)),
             "paged_kv_indices_buf")
+        self._take_mask_buffers(custom_mask_buf, mask_indptr_buf)
 
     def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
              paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int, head_dim_qk: int,
@@ -268,14 +282,13 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              max_sequence_kv: Optional[int] = None, fixed_split_size: Optional[int] = None,
              disable_split_kv: bool = False, *, return_lse: bool = False,
              num_pages: Optional[int] = None, window_right: int = -1) -> None:
-        """window_right: as for the ragged wrapper. num_pages (flashband extension): pages in the cache, to check the indices at plan
+        """custom_mask, packed_custom_mask, window_right: as for the ragged wrapper. num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
         o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
         seq_lens, seq_lens_q, block_tables, max_token_per_sequence and max_sequence_kv
         (FlashInfer's trtllm-gen/cuDNN inputs) are taken as None only, the multi-item
         scoring arguments at their neutral values."""
-        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta,
                            fixed_split_size=fixed_split_size,
                            seq_lens=seq_lens, block_tables=block_tables, seq_lens_q=seq_lens_q,
@@ -294,14 +307,18 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
         args = (qo, indptr, indices, last, page_size, _num_pages(num_pages, indices, self._cache_pages),
                 num_qo_heads, num_kv_heads, head_dim_qk, dtype)
+        mask, byte_indptr = packed_mask(custom_mask, packed_custom_mask, np.diff(qo),
+                                        paged_kv_lens(indptr, last, page_size))
+        target = self._mask_target(mask, byte_indptr)
         self._do_plan(args, dict(causal=causal, window_left=window_left, window_right=window_right,
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
-                                 disable_split_kv=disable_split_kv),
+                                 disable_split_kv=disable_split_kv, custom_mask=mask is not None),
                       return_lse, num_qo_heads,
                       plan_sizes(qo, head_dim_qk, indptr, self._longest()),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
                       self._page_index_buffer, kv_data_type=kv_dtype)
+        self._store_mask(mask, target, byte_indptr)
 
     def workspace_size(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
                        paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
@@ -324,9 +341,10 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         with these arguments needs on this wrapper ((0, 0) on the host); plans nothing. As
         the decode wrapper's, bounded by a use_cuda_graph wrapper's index buffers; causal,
         window_left, logits_soft_cap, sm_scale, disable_split_kv: checked as flags and
-        numbers, the sizes being worst cases over their values (plan() judges those)."""
-        refuse_unsupported(custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                           pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
+        numbers, the sizes being worst cases over their values (plan() judges those).
+        custom_mask / packed_custom_mask: checked against the lengths as plan() checks them;
+        no workspace bytes depend on them (the runs read the bits from the caller's array)."""
+        refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                            rope_scale=rope_scale, rope_theta=rope_theta, prefix_len_ptr=prefix_len_ptr,
                            token_pos_in_items_ptr=token_pos_in_items_ptr,
                            token_pos_in_items_len=token_pos_in_items_len,
@@ -341,6 +359,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         indptr = fw.host_int32(paged_kv_indptr, "paged_kv_indptr")
         last = fw.host_int32(paged_kv_last_page_len, "paged_kv_last_page_len")
+        packed_mask(custom_mask, packed_custom_mask, np.diff(qo), paged_kv_lens(indptr, last, _args.integer(page_size, "page_size")))
         sizes = plan_sizes(qo, head_dim_qk, indptr, self._longest())
         self._check_index_buffers(dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr, paged_kv_last_page_len_buf=last,
                                        paged_kv_indices_buf=_args.array(paged_kv_indices, "paged_kv_indices", 1)),
@@ -439,7 +458,8 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any, scales: 
             with _args.renamed(_PAIR_NAMES):
                 (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
                 return wrapper._native.run(n(q), k_bytes, v_bytes, n(o), n(l), stream=fw.current_stream(q),
-                                           kv_dtype=kv_dtype, sinks=n(s), **scales)
+                                           kv_dtype=kv_dtype, sinks=n(s), custom_mask=n(wrapper._mask_bits),
+                                           **scales)
         return run_pair
     _args.kv_array(paged_kv_cache, "paged_kv_cache")
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
@@ -449,7 +469,8 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any, scales: 
         with _args.renamed(_STACKED_NAMES):
             cache_bytes, kv_dtype = fw.kv_native(cache)
             return wrapper._native.run_stacked(n(q), cache_bytes, n(o), n(l), stream=fw.current_stream(q),
-                                               kv_dtype=kv_dtype, sinks=n(s), **scales)
+                                               kv_dtype=kv_dtype, sinks=n(s), custom_mask=n(wrapper._mask_bits),
+                                               **scales)
     return run_stacked
 
 

@@ -123,13 +123,14 @@ const TensorView* optional_view(const Array& a, const char* what, TensorView& st
 // run()'s RunArgs from the bindings' arguments; the views it points to live here.
 struct RunArgsArg {
   ScalesArg scales;
-  TensorView sinks_view;
+  TensorView sinks_view, mask_view;
   RunArgs args;
   RunArgsArg(uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-             const InArray& v_scale_tensor, const InArray& sinks)
+             const InArray& v_scale_tensor, const InArray& sinks, const InArray& custom_mask)
       : scales(k_scale, v_scale, k_scale_tensor, v_scale_tensor) {
     args.scales = scales.scales;
     args.sinks = optional_view(sinks, "sinks", sinks_view);
+    args.custom_mask = optional_view(custom_mask, "custom_mask", mask_view);
     args.stream = as_stream(stream);
   }
   RunArgsArg(const RunArgsArg&) = delete;
@@ -144,29 +145,29 @@ void bind_paged_runs(nb::class_<Paged>& c) {
        "run",
        [](const Paged& self, const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
           const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks) {
+          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks, const InArray& custom_mask) {
          TensorView lse_view;
-         const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
+         const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
          return self.run(view_of(q, "q"), cache_of(k, v, kv_dtype), view_of(out, "out"),
                          optional_view(lse, "lse", lse_view), r.args);
        },
        arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
        arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
+       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
       .def(
           "run_stacked",
           [](const Paged& self, const InArray& q, const InArray& kv, const OutArray& out, const OutArray& lse,
              uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-             const InArray& sinks) {
+             const InArray& sinks, const InArray& custom_mask) {
             TensorView lse_view;
-            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
+            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
             return self.run(view_of(q, "q"), PagedKVCache::from_stacked(kv_view_of(kv, "paged_kv_cache", kv_dtype)),
                             view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
           arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace
@@ -200,15 +201,15 @@ void bind_batch(nb::module_& m) {
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
              const OutArray& out, const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-             const InArray& sinks) {
+             const InArray& sinks, const InArray& custom_mask) {
             TensorView lse_view;
-            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks);
+            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
             return self.run(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
                             view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0, arg("v_scale") = 1.0,
           arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), release);
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), release);
 
   auto prefill_paged = nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged");
   prefill_paged

@@ -21,7 +21,8 @@ void bind_capability(nb::module_& m) {
              const std::string& device, int head_dim, int num_qo_heads, int num_kv_heads,
              bool causal, int window_left, int window_right, bool soft_cap, bool return_lse,
              const std::string& kv_layout, int page_size, int device_id, bool has_empty_rows,
-             bool cuda_graph, bool disable_split_kv, const std::optional<std::string>& kv_dtype, bool sinks) {
+             bool cuda_graph, bool disable_split_kv, const std::optional<std::string>& kv_dtype, bool sinks,
+             bool custom_mask) {
             ProblemDesc p;
             p.op = parse_op(op);
             p.dtype = parse_dtype(dtype, "dtype");
@@ -42,6 +43,7 @@ void bind_capability(nb::module_& m) {
             p.cuda_graph = cuda_graph;
             p.disable_split_kv = disable_split_kv;
             p.sinks = sinks;
+            p.custom_mask = custom_mask;
             new (self) ProblemDesc(p);
           },
           nb::kw_only(), arg("op") = "single_prefill", arg("dtype") = "bfloat16",
@@ -50,7 +52,7 @@ void bind_capability(nb::module_& m) {
           arg("window_right") = -1, arg("soft_cap") = false, arg("return_lse") = false, arg("kv_layout") = "NHD",
           arg("page_size") = 0, arg("device_id") = 0, arg("has_empty_rows") = false,
           arg("cuda_graph") = false, arg("disable_split_kv") = false, arg("kv_dtype").none() = nb::none(),
-          arg("sinks") = false)
+          arg("sinks") = false, arg("custom_mask") = false)
       .def("__repr__", [](const ProblemDesc& p) {
         return std::string("ProblemDesc(op='") + op_name(p.op) + "', dtype='" +
                dtype_name(p.dtype) + "', device='" + (p.device == Device::kCPU ? "cpu" : "cuda") +
@@ -64,7 +66,8 @@ void bind_capability(nb::module_& m) {
                "', page_size=" + std::to_string(p.page_size) + ", device_id=" +
                std::to_string(p.device_id) + ", has_empty_rows=" +
                (p.has_empty_rows ? "True" : "False") + ", cuda_graph=" + (p.cuda_graph ? "True" : "False") +
-               ", disable_split_kv=" + (p.disable_split_kv ? "True" : "False") + ", sinks=" + (p.sinks ? "True" : "False") + ")";
+               ", disable_split_kv=" + (p.disable_split_kv ? "True" : "False") + ", sinks=" + (p.sinks ? "True" : "False") +
+               ", custom_mask=" + (p.custom_mask ? "True" : "False") + ")";
       });
 
   nb::class_<SupportAnswer>(m, "SupportAnswer")

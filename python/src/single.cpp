@@ -16,7 +16,8 @@ void bind_options(nb::module_& m) {
           "__init__",
           [](Options* self, bool causal, int window_left, int window_right, std::optional<double> logits_soft_cap,
              std::optional<double> sm_scale, bool return_lse, const std::string& kv_layout,
-             const std::string& backend, std::uintptr_t stream, bool cuda_graph, bool disable_split_kv, bool sinks) {
+             const std::string& backend, std::uintptr_t stream, bool cuda_graph, bool disable_split_kv, bool sinks,
+             bool custom_mask) {
             Options o;
             o.causal = causal;
             o.window_left = window_left;
@@ -32,13 +33,15 @@ void bind_options(nb::module_& m) {
             o.cuda_graph = cuda_graph;
             o.disable_split_kv = disable_split_kv;
             o.sinks = sinks;
+            o.custom_mask = custom_mask;
             new (self) Options(o);
           },
           nb::kw_only(), nb::arg("causal") = false, nb::arg("window_left") = -1, nb::arg("window_right") = -1,
           nb::arg("logits_soft_cap").none() = nb::none(), nb::arg("sm_scale").none() = nb::none(),
           nb::arg("return_lse") = false, nb::arg("kv_layout") = "NHD",
           nb::arg("backend") = "auto", nb::arg("stream") = 0, nb::arg("cuda_graph") = false,
-          nb::arg("disable_split_kv") = false, nb::arg("sinks") = false)
+          nb::arg("disable_split_kv") = false, nb::arg("sinks") = false,
+          nb::arg("custom_mask") = false)
       .def_rw("causal", &Options::causal)
       .def_rw("window_left", &Options::window_left)
       .def_rw("window_right", &Options::window_right)
@@ -54,6 +57,7 @@ void bind_options(nb::module_& m) {
       .def_rw("cuda_graph", &Options::cuda_graph)
       .def_rw("disable_split_kv", &Options::disable_split_kv)
       .def_rw("sinks", &Options::sinks)
+      .def_rw("custom_mask", &Options::custom_mask)
       .def_prop_rw(
           "kv_layout", [](const Options& o) { return std::string(kv_layout_name(o.kv_layout)); },
           [](Options& o, const std::string& s) { o.kv_layout = parse_kv_layout(s); })
@@ -81,21 +85,22 @@ void bind_single(nb::module_& m) {
       [](const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
          const OutArray& lse, const Options& opts, const OutArray& workspace, double k_scale, double v_scale,
          const InArray& k_scale_tensor, const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-         const InArray& sinks) {
+         const InArray& sinks, const InArray& custom_mask) {
         const TensorView lse_view = lse.is_valid() ? view_of(lse, "lse") : TensorView{};
         const TensorView sinks_view = sinks.is_valid() ? view_of(sinks, "sinks") : TensorView{};
+        const TensorView mask_view = custom_mask.is_valid() ? view_of(custom_mask, "custom_mask") : TensorView{};
         Workspace ws;
         if (workspace.is_valid()) ws = workspace_of(workspace, "workspace").workspace;
         const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
         return single_prefill(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
                               view_of(out, "out"), lse.is_valid() ? &lse_view : nullptr, opts, ws, s.scales,
-                              sinks.is_valid() ? &sinks_view : nullptr);
+                              sinks.is_valid() ? &sinks_view : nullptr, custom_mask.is_valid() ? &mask_view : nullptr);
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none(),
       nb::arg("opts"), nb::arg("workspace").none() = nb::none(), nb::arg("k_scale") = 1.0, nb::arg("v_scale") = 1.0,
       nb::arg("k_scale_tensor").none() = nb::none(), nb::arg("v_scale_tensor").none() = nb::none(),
       nb::arg("kv_dtype").none() = nb::none(), nb::arg("sinks").none() = nb::none(),
-      nb::call_guard<nb::gil_scoped_release>(),
+      nb::arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
       "q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND), fp8 ones as uint8 bytes with "
       "kv_dtype naming the format; writes out and lse.");
 }

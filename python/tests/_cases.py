@@ -36,12 +36,15 @@ class Ragged:
     def has_empty_rows(self):
         return any(q > 0 and kv == 0 for q, kv in zip(self.qo_lens, self.kv_lens))
 
-    def reference(self, reference_fn, q64, k64, v64, **kw):
-        """Per-request reference over float64 NHD arrays; concatenated (o, lse)."""
+    def reference(self, reference_fn, q64, k64, v64, masks=None, **kw):
+        """Per-request reference over float64 NHD arrays; concatenated (o, lse). masks: one
+        unpacked bool [qo_len, kv_len] custom mask per request, or None."""
         outs, lses = [], []
         for b in range(self.batch):
             qs = slice(self.qo_indptr[b], self.qo_indptr[b + 1])
             ks = slice(self.kv_indptr[b], self.kv_indptr[b + 1])
+            if masks is not None:
+                kw["mask"] = masks[b]
             o, lse = reference_fn(q64[qs], k64[ks], v64[ks], **kw)
             outs.append(o)
             lses.append(lse)

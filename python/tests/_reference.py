@@ -3,7 +3,9 @@ of every backend: one NumPy version (host) and one torch version (runs on the GP
 NHD float64 tensors q [qo_len, Hq, D], k and v [kv_len, Hk, D] and return (o, lse) with
 o [qo_len, Hq, D] and lse [qo_len, Hq] in base 2; rows that see no key give 0 and -inf.
 sinks (SPEC.md "Attention sinks"): float [Hq] natural-log logits that join each row's
-denominator with no value; a row that sees no key then gives 0 and sink / ln 2."""
+denominator with no value; a row that sees no key then gives 0 and sink / ln 2.
+mask (SPEC.md "Custom masks"): the unpacked bool [qo_len, kv_len] matrix, ANDed with the
+rest of visible(i, j) (never the packed bits: the oracle does not share the unpacking)."""
 
 import math
 
@@ -28,7 +30,7 @@ def visible_np(qo_len, kv_len, causal, window_left, window_right=-1):
 
 
 def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
-                 sm_scale=None, sinks=None):
+                 sm_scale=None, sinks=None, mask=None):
     qo_len, hq, d = q.shape
     kv_len, hk, _ = k.shape
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
@@ -37,7 +39,10 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logi
     s = np.einsum("ihd,jhd->hij", q, k) * scale
     if logits_soft_cap:
         s = logits_soft_cap * np.tanh(s / logits_soft_cap)
-    s = np.where(visible_np(qo_len, kv_len, causal, window_left, window_right)[None], s, -np.inf)
+    vis = visible_np(qo_len, kv_len, causal, window_left, window_right)
+    if mask is not None:
+        vis &= np.asarray(mask, dtype=bool).reshape(qo_len, kv_len)
+    s = np.where(vis[None], s, -np.inf)
     m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
     sink = None if sinks is None else np.asarray(sinks, dtype=np.float64).reshape(hq, 1, 1)
     if sink is not None:
@@ -54,7 +59,7 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logi
 
 
 def attention_torch(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
-                    sm_scale=None, sinks=None):
+                    sm_scale=None, sinks=None, mask=None):
     """Same formulas in torch float64 on q's device, with an explicit mask."""
     import torch
 
@@ -82,6 +87,8 @@ def attention_torch(q, k, v, *, causal=False, window_left=-1, window_right=-1, l
         vis &= j >= p - window_left
     if window_right >= 0:
         vis &= j <= p + window_right
+    if mask is not None:
+        vis &= torch.as_tensor(np.asarray(mask, dtype=bool).reshape(qo_len, kv_len), device=q.device)
     s = s.masked_fill(~vis[None], -math.inf)
     m = s.amax(dim=-1, keepdim=True)
     if sink is not None:

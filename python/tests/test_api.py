@@ -312,7 +312,7 @@ def _single(**kw):
     (dict(sm_scale=math.inf), flashband.InvalidArgumentError, "sm_scale"),
     (dict(kv_layout="NDH"), flashband.InvalidArgumentError, "kv_layout"),
     (dict(backend="fa9"), flashband.FlashbandError, "fa9"),
-    (dict(custom_mask=np.ones((6, 9), bool)), flashband.UnsupportedError, "custom_mask"),
+    (dict(custom_mask=np.ones((5, 9), bool)), flashband.InvalidArgumentError, "custom_mask"),
     (dict(pos_encoding_mode="ROPE_LLAMA"), flashband.UnsupportedError, "pos_encoding_mode"),
     (dict(use_fp16_qk_reduction=True), flashband.UnsupportedError, "use_fp16_qk_reduction"),
     (dict(rope_theta=1e4), flashband.UnsupportedError, "rope_theta"),
@@ -460,9 +460,10 @@ def test_flashinfer_index_buffers_are_written_and_bound_the_plan():
     out = w.run(batch.q.astype(np.float32), cache)
     assert_out(out.astype(np.float64), ref, "float32")
     assert np.array_equal(bufs[2][:len(paged.indices)], paged.indices)
-    for name in ("custom_mask_buf", "mask_indptr_buf"):
-        with pytest.raises(flashband.UnsupportedError, match=name):
-            flashband.BatchPrefillWithPagedKVCacheWrapper(ws, **{name: np.zeros(4, np.int32)})
+    # FlashInfer's mask buffers: under use_cuda_graph a uint8 and an int32 array (test_custom_mask.py).
+    for name, wrong in (("custom_mask_buf", np.zeros(4, np.int32)), ("mask_indptr_buf", np.zeros(4, np.uint8))):
+        with pytest.raises(flashband.InvalidArgumentError, match=name):
+            flashband.BatchPrefillWithPagedKVCacheWrapper(ws, use_cuda_graph=True, **{name: wrong})
 
 
 def test_page_indices_past_the_requests_are_not_read():

@@ -148,23 +148,54 @@ void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScale
   a.v_scale = scales.v_scale;
 }
 
-void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks) {
-  if (plan.opts.sinks && !sinks)
-    throw Error(ErrorCode::kInvalidArgument, "sinks: the plan was made with sinks (Options::sinks) but run() got none");
-  if (!plan.opts.sinks && sinks)
+namespace {
+
+// What a run()-time vector must be: given iff the plan declared it (Options::<name>), then
+// 1-D of `dtype` with `length` elements (`length_what` says where that comes from),
+// contiguous and on the plan's device. Returns its data, or null when not declared.
+struct DeclaredVector {
+  const char* name;
+  bool declared;
+  DType dtype;
+  const char* why_dtype;
+  int64_t length;
+  const char* length_what;
+};
+
+const void* declared_vector(const DeclaredVector& d, const TensorView* t, const detail::Plan& plan) {
+  const std::string name = d.name;
+  if (d.declared && !t)
     throw Error(ErrorCode::kInvalidArgument,
-                "sinks: run() got a sinks tensor but the plan was made without them; plan with Options::sinks = true");
-  a.sinks = nullptr;
-  if (!sinks) return;
-  const Arg as{"sinks", *sinks};
-  validate::dims(as, 1, "[num_qo_heads]");
-  validate::dtype(as, DType::kF32, "sinks are float32");
-  validate::dim_equals(as, 0, plan.shape.num_qo_heads, "num_qo_heads");
-  if (sinks->shape[0] > 1 && sinks->strides[0] != 1)
+                name + ": the plan was made with " + name + " (Options::" + name + ") but run() got none");
+  if (!d.declared && t)
+    throw Error(ErrorCode::kInvalidArgument, name + ": run() got a " + name + " tensor but the plan was made without " +
+                                                 name + "; plan with Options::" + name + " = true");
+  if (!t) return nullptr;
+  const Arg as{d.name, *t};
+  validate::dims(as, 1, ("[" + std::string(d.length_what) + "]").c_str());
+  validate::dtype(as, d.dtype, d.why_dtype);
+  validate::dim_equals(as, 0, d.length, d.length_what);
+  if (t->shape[0] > 1 && t->strides[0] != 1)
     throw Error(ErrorCode::kInvalidArgument,
-                "sinks: stride " + std::to_string(sinks->strides[0]) + ", allowed: 1 (contiguous)");
+                name + ": stride " + std::to_string(t->strides[0]) + ", allowed: 1 (contiguous)");
   validate::placement(as, plan.shape.device, plan.shape.device_id, false, "the plan's device");
-  a.sinks = static_cast<const float*>(sinks->data);
+  return t->data;
+}
+
+}  // namespace
+
+void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks) {
+  const DeclaredVector d{"sinks", plan.opts.sinks, DType::kF32, "sinks are float32", plan.shape.num_qo_heads,
+                         "num_qo_heads"};
+  a.sinks = static_cast<const float*>(declared_vector(d, sinks, plan));
+}
+
+void custom_mask(core::AttentionParams& a, const detail::Plan& plan, const TensorView* mask) {
+  const int64_t bytes = plan.mask_indptr.empty() ? 0 : plan.mask_indptr.back();
+  const DeclaredVector d{"custom_mask", plan.opts.custom_mask, DType::kU8,
+                         "the bits are packed 8 to a byte (segment_packbits, bitorder='little')", bytes,
+                         "packed bytes: sum over requests of ceil(qo_len * kv_len / 8)"};
+  a.custom_mask = static_cast<const uint8_t*>(declared_vector(d, mask, plan));
 }
 
 void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream) {

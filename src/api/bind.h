@@ -20,6 +20,9 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
 void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScales& scales);
 // sinks [num_qo_heads] float32, contiguous, on the plan's device; given iff opts.sinks.
 void sinks(core::AttentionParams& a, const detail::Plan& plan, const TensorView* sinks);
+// The packed custom mask: 1-D uint8 of plan.mask_indptr[batch] bytes, contiguous, on the
+// plan's device; given iff opts.custom_mask (SPEC.md "Custom masks").
+void custom_mask(core::AttentionParams& a, const detail::Plan& plan, const TensorView* mask);
 // The stream run() launches on (a cudaStream_t; none for the cpu backend).
 void stream(core::AttentionParams& a, const detail::Plan& plan, void* stream);
 

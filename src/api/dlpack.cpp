@@ -30,12 +30,13 @@ TensorView from_dlpack(const DLTensor& t, const char* what) {
   else if (d.code == kDLBfloat && d.bits == 16) v.dtype = DType::kBF16;
   else if (d.code == kDLFloat && d.bits == 32) v.dtype = DType::kF32;
   else if (d.code == kDLInt && d.bits == 32) v.dtype = DType::kI32;
+  else if (d.code == kDLUInt && d.bits == 8) v.dtype = DType::kU8;
   else if (d.code == kCodeFloat8E4M3FN && d.bits == 8) v.dtype = DType::kE4M3;
   else if (d.code == kCodeFloat8E5M2 && d.bits == 8) v.dtype = DType::kE5M2;
   else
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(what) + ": DLPack dtype code " + std::to_string(d.code) + " bits " +
-                    std::to_string(d.bits) + " is not one of float16, bfloat16, float32, int32, float8_e4m3fn, float8_e5m2");
+                    std::to_string(d.bits) +  " is not one of float16, bfloat16, float32, int32, uint8, float8_e4m3fn, float8_e5m2");
   switch (t.device.device_type) {
     case kDLCPU:
     case kDLCUDAHost: v.device = Device::kCPU; break;
@@ -64,6 +65,7 @@ DLDataType to_dlpack_dtype(DType dtype) {
   switch (dtype) {
     case DType::kBF16: d.code = kDLBfloat; break;
     case DType::kI32: d.code = kDLInt; break;
+    case DType::kU8: d.code = kDLUInt; break;
     case DType::kE4M3: d.code = kCodeFloat8E4M3FN; break;
     case DType::kE5M2: d.code = kCodeFloat8E5M2; break;
     default: d.code = kDLFloat; break;

@@ -18,6 +18,7 @@ RunInfo run_batch(const BatchState& state, const TensorView& q, const TensorView
   core::AttentionParams a = plan.params;
   bind::stream(a, plan, args.stream.value_or(plan.params.stream));
   bind::sinks(a, plan, args.sinks);
+  bind::custom_mask(a, plan, args.custom_mask);
   bind::q_out(a, plan, q, out, lse, k, v);
   bind_kv(a, plan);
   bind::kv_scales(a, plan, args.scales);

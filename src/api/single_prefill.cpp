@@ -8,7 +8,7 @@ namespace flashband {
 
 RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const TensorView* lse, const Options& opts, const Workspace& workspace,
-                       const KVScales& scales, const TensorView* sinks) {
+                       const KVScales& scales, const TensorView* sinks, const TensorView* custom_mask) {
   if (opts.cuda_graph)
     throw Error(ErrorCode::kInvalidArgument,
                 "cuda_graph: got true, allowed: false for single_prefill, which plans on every call (the "
@@ -46,6 +46,7 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   bind::kv_contiguous(plan->params, *plan, k, v);
   bind::kv_scales(plan->params, *plan, scales);
   bind::sinks(plan->params, *plan, sinks);
+  bind::custom_mask(plan->params, *plan, custom_mask);
   // The plan's arrays go into the workspace like a batch plan's (plan/workspace_claim.h).
   const bool device = q.device == Device::kCUDA;
   if (device) detail::check_workspace_free(workspace, {});

@@ -54,6 +54,9 @@ void options(const Options& o) {
     fail("window_right: got " + str(o.window_right) + " with causal=true, which already bounds the right side at "
          "window_right 0; allowed with causal=true: -1 or 0. For keys up to p(i) + " + str(o.window_right) +
          " pass causal=false");
+  if (core::custom_mask_conflicts(o.causal, o.custom_mask))
+    fail("causal: got true with a custom_mask; a custom mask states every visible key itself, so put the "
+         "causal bits into the mask and pass causal=false (FlashInfer ignores causal there; flashband refuses it)");
   if (std::isnan(o.logits_soft_cap) || o.logits_soft_cap < 0.0f)
     fail("logits_soft_cap: got " + std::to_string(o.logits_soft_cap) + ", allowed: 0 (off) or a finite value > 0");
   if (std::isinf(o.logits_soft_cap))

@@ -31,6 +31,17 @@ FB_HD constexpr bool needs_mask(bool causal, int window_left, int window_right) 
 // supports() both refuse it.
 FB_HD constexpr bool right_bounds_conflict(bool causal, int window_right) { return causal && window_right > 0; }
 
+// A custom mask states every visible pair itself; FlashInfer ignores causal beside one, and
+// flashband never ignores a parameter, so plan() and supports() both refuse the pair.
+FB_HD constexpr bool custom_mask_conflicts(bool causal, bool custom_mask) { return causal && custom_mask; }
+
+// Bit (row, key) of one request's packed custom mask (SPEC.md "Custom masks"): the
+// [qo_len, kv_len] matrix flattened row-major, least significant bit first in each byte.
+FB_HD bool custom_mask_bit(const unsigned char* bits, int row, int kv_len, int key) {
+  const long long k = static_cast<long long>(row) * kv_len + key;
+  return (bits[k >> 3] >> (k & 7)) & 1;
+}
+
 // A window that reaches key 0 from every row of every request changes nothing. `max_kv_len`
 // must be the longest kv_len over all requests that share the kernel launch.
 FB_HD constexpr int normalize_window(int window_left, int max_kv_len) {

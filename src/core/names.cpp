@@ -26,6 +26,7 @@ const char* dtype_name(DType dtype) {
     case DType::kI32: return "int32";
     case DType::kE4M3: return "float8_e4m3fn";
     case DType::kE5M2: return "float8_e5m2";
+    case DType::kU8: return "uint8";
   }
   return "?";
 }
@@ -33,7 +34,8 @@ const char* dtype_name(DType dtype) {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kE4M3:
-    case DType::kE5M2: return 1;
+    case DType::kE5M2:
+    case DType::kU8: return 1;
     case DType::kF16:
     case DType::kBF16: return 2;
     case DType::kF32:

@@ -71,6 +71,11 @@ struct AttentionParams {
   // SPEC.md), folded into each row's denominator once, after the KV loop and any split-KV
   // merge; nullptr: none. A run() tensor, bound like q.
   const float* sinks = nullptr;
+  // Custom mask (SPEC.md "Custom masks"): every request's packed bits, request b's starting
+  // at byte mask_indptr[b] (derived by plan() from the lengths, in the backend's memory);
+  // custom_mask is run()'s tensor, like q; nullptr: none.
+  const uint8_t* custom_mask = nullptr;
+  const int64_t* mask_indptr = nullptr;
 
   // Host-side maxima from plan(), for grid sizing without reading device memory.
   int max_qo_len = 0;

@@ -51,8 +51,13 @@ Limits cpu_limits() {
   return l;
 }
 
+// The GPU backends' custom-mask kernels are the second half of issue 66.
+constexpr const char* kNoMaskKernels = ": kernels not written yet, issue 66; cpu does";
+
 Limits sm80_limits() {
   Limits l;
+  l.custom_mask = false;
+  l.note_custom_mask = kNoMaskKernels;
   l.dtypes = {DType::kF16, DType::kBF16};
   l.kv_dtypes = {DType::kE4M3, DType::kE5M2};  // kernels/fp8kv_*.cu (not yet run on a GPU: F45)
   l.head_dims = {64, 128, 256};
@@ -95,6 +100,8 @@ Limits cudnn_limits(bool decode_before_sm90) {
   l.page_size_pow2 = true;  // its paged-cache load needs a power-of-two block size
   l.split_kv_control = false;  // cuDNN picks its engines, which may cut the keys themselves
   l.cudnn_versions = true;
+  l.custom_mask = false;
+  l.note_custom_mask = kNoMaskKernels;
   // cudnn-frontend's SDPA takes a sink_token (cuDNN >= 9.13), but flashband's graphs do not
   // bind one yet: refused rather than ignored.
   l.sinks = false;
@@ -131,6 +138,12 @@ std::vector<CapabilityRow> build_table() {
                     "cuDNN SDPA graphs; GPU grid passed on H200 with cuDNN 9.19 (docs/findings.md F34)"});
     rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(false),
                     "cuDNN SDPA graphs through cudnn-frontend"});
+  }
+  // Decode has no custom mask, as FlashInfer's decode has none: paged prefill serves one.
+  for (CapabilityRow& r : rows) {
+    if (r.op != Op::kPagedDecode) continue;
+    r.limits.custom_mask = false;
+    r.limits.note_custom_mask = ": paged decode takes no custom mask (nor does FlashInfer's); use paged prefill";
   }
   // Served and compiled, but their GPU grids have not run (findings F45): clear a bit
   // together with the run that validates it (tests/gpu/attention_grid_test.cpp Band,

@@ -33,6 +33,8 @@ struct Limits {
   bool soft_cap = true;
   bool sinks = true;  // attention sinks (SPEC.md), folded in once per row
   const char* note_sinks = nullptr;  // why not, appended to the refusal
+  bool custom_mask = true;  // packed custom masks (SPEC.md "Custom masks")
+  const char* note_custom_mask = nullptr;  // why not, appended to the refusal
   bool lse = true;
   bool nhd = true;
   bool hnd = true;

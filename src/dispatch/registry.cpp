@@ -37,9 +37,10 @@ const KernelEntry& Registry::get(const VariantKey& key, const core::AttentionPar
 void check_kernel_fits(const KernelEntry& e, const core::AttentionParams& params) {
   // The guard against the bug flashband exists for: a kernel compiled without masking must
   // never see a problem that needs one.
-  if (core::needs_mask(params.causal, params.window_left, params.window_right) && !e.key.needs_mask)
+  if ((core::needs_mask(params.causal, params.window_left, params.window_right) || params.custom_mask) &&
+      !e.key.needs_mask)
     throw Error(ErrorCode::kInternal, "dispatch chose unmasked kernel " + e.key.to_string() +
-                                          " for a problem with causal, window_left or window_right");
+                                          " for a problem with causal, window_left, window_right or a custom mask");
   if ((params.logits_soft_cap > 0.0f) != e.key.soft_cap)
     throw Error(ErrorCode::kInternal, "dispatch chose kernel " + e.key.to_string() +
                                           " whose soft-cap axis does not match logits_soft_cap");

@@ -19,7 +19,7 @@ VariantKey variant_for(const ProblemDesc& p, Backend backend) {
   k.dtype = p.dtype;
   k.kv_dtype = p.kv_dtype.value_or(p.dtype);
   k.head_dim = p.head_dim;
-  k.needs_mask = core::needs_mask(p.causal, p.window_left, p.window_right);
+  k.needs_mask = core::needs_mask(p.causal, p.window_left, p.window_right) || p.custom_mask;
   k.soft_cap = p.soft_cap;
   return k;
 }
@@ -73,6 +73,8 @@ std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
     return prefix(b) + "does not support window_right " + std::to_string(p.window_right) + " (a two-sided window)";
   if (p.soft_cap && !l.soft_cap) return prefix(b) + "does not support logits_soft_cap > 0";
   if (p.sinks && !l.sinks) return prefix(b) + "does not support sinks (attention sinks)" + (l.note_sinks ? l.note_sinks : "");
+  if (p.custom_mask && !l.custom_mask)
+    return prefix(b) + "does not support custom_mask" + (l.note_custom_mask ? l.note_custom_mask : "");
   if (p.return_lse && !l.lse) return prefix(b) + "does not support return_lse=true";
   if (p.window_left >= 0 && p.qo_longer_than_kv && !l.window_qo_longer_than_kv)
     return prefix(b) + "does not support window_left " + std::to_string(p.window_left) +

@@ -111,19 +111,19 @@ std::string refused_by(Allows allows) {
 std::string support_matrix_markdown() {
   std::ostringstream s;
   s << "| op | backend | arch | status | dtypes | K/V dtypes | head dims | causal | window | window_right | soft cap | "
-       "sinks | LSE | layouts | page sizes |\n";
-  s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "sinks | custom mask | LSE | layouts | page sizes |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : dispatch::capability_table()) {
     s << "| " << op_name(r.op) << " | " << backend_name(r.backend) << " | " << arch_range(r) << " | "
       << dispatch::status_name(r.status);
     if (r.status == dispatch::Status::kUnsupported) {
-      s << " | – | – | – | – | – | – | – | – | – | – |\n";
+      s << " | – | – | – | – | – | – | – | – | – | – | – | – |\n";
       continue;
     }
     const auto& l = r.limits;
     s << " | " << dtypes(l) << " | " << kv_dtypes(l) << " | " << head_dims(l) << " | " << yes(l.causal) << " | "
       << windows(l) << " | " << yes(l.window_right) << " | " << yes(l.soft_cap) << " | " << yes(l.sinks) << " | "
-      << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
+      << yes(l.custom_mask) << " | " << yes(l.lse) << " | " << layouts(l) << " | " << pages(r) << " |\n";
   }
   s << "\nfp8 K/V (float8_e4m3fn, float8_e5m2, with fp16 or bf16 q and per-tensor k_scale / v_scale) is "
        "refused by: "
@@ -162,6 +162,8 @@ std::string invalid_semantics(const ProblemDesc& p) {
   if (core::right_bounds_conflict(p.causal, p.window_right))
     return "window_right: got " + std::to_string(p.window_right) +
            " with causal=true, which plan() refuses (allowed with causal=true: -1 or 0)";
+  if (core::custom_mask_conflicts(p.causal, p.custom_mask))
+    return "causal: got true with a custom_mask, which plan() refuses (put the causal bits into the mask)";
   return {};
 }
 

@@ -10,7 +10,7 @@ namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
 // fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
-static_assert(sizeof(core::AttentionParams) == 360, "launch_signature: list the new AttentionParams field");
+static_assert(sizeof(core::AttentionParams) == 376, "launch_signature: list the new AttentionParams field");
 
 class Fields {
  public:
@@ -74,6 +74,8 @@ std::string launch_signature(const Plan& plan) {
   // Whether runs pass sinks is the plan's (Options::sinks); the sinks pointer is run()'s
   // tensor, like q, and its values are read at replay.
   f.add("sinks", plan.opts.sinks);
+  // Likewise a custom mask: its bits are run()'s tensor, its byte offsets the plan's array.
+  f.add("custom_mask", plan.opts.custom_mask).add_ptr("mask_indptr", a.mask_indptr);
   if (launch_reads_max_lengths(plan)) f.add("max_qo_len", a.max_qo_len).add("max_kv_len", a.max_kv_len);
   f.add("total_qo_tokens", a.total_qo_tokens);
   // work is a device work list (sm80) or the plan's own host state (sm90, cudnn), whose

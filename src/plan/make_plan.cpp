@@ -56,6 +56,17 @@ void read_pages(Plan& plan, const PagedIndex& pages, int batch) {
   }
 }
 
+// Each request's segment of qo_len * kv_len bits padded to whole bytes (SPEC.md "Custom
+// masks"; FlashInfer's segment_packbits): [batch + 1] byte offsets.
+std::vector<int64_t> mask_byte_offsets(const std::vector<int32_t>& qo_indptr, const std::vector<int32_t>& kv_lens) {
+  std::vector<int64_t> offsets(kv_lens.size() + 1, 0);
+  for (std::size_t b = 0; b < kv_lens.size(); ++b) {
+    const int64_t bits = int64_t{qo_indptr[b + 1] - qo_indptr[b]} * kv_lens[b];
+    offsets[b + 1] = offsets[b] + (bits + 7) / 8;
+  }
+  return offsets;
+}
+
 const dispatch::BackendOps& built_ops(Backend b) {
   if (const dispatch::BackendOps* ops = dispatch::backend_ops(b)) return *ops;
   throw Error(ErrorCode::kNotBuilt, std::string("backend '") + backend_name(b) + "' is not in this build");
@@ -175,6 +186,11 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
     if (qo > 0 && (kv == 0 || (right >= 0 && int64_t{qo} > int64_t{kv} + right))) empty_rows = true;
     if (qo > kv) qo_longer = true;
   }
+  // The plan never reads the bits (they are run()'s, maybe on the device): any row may be empty.
+  if (r.opts.custom_mask) {
+    empty_rows = true;
+    p.mask_indptr = mask_byte_offsets(p.qo_indptr, p.kv_lens);
+  }
   // A window is a no-op only when it is one for every request of the batch. Under
   // cuda_graph it stays (plan/graph_window.h): dropping it would change the kernel once the
   // requests outgrow it, and so the launch that a captured graph holds. The same holds for
@@ -200,6 +216,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   d.window_right = window_right;
   d.soft_cap = r.opts.logits_soft_cap > 0.0f;
   d.sinks = r.opts.sinks;
+  d.custom_mask = r.opts.custom_mask;
   d.return_lse = r.opts.return_lse;
   d.kv_layout = r.opts.kv_layout;
   d.page_size = p.page_size;

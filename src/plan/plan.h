@@ -39,6 +39,9 @@ struct Plan {
   int num_pages = 0;
   int max_page_index = -1;
   int64_t total_kv_tokens = 0;         // ragged only
+  // Options::custom_mask: request b's packed bits start at byte mask_indptr[b];
+  // mask_indptr[batch] is the length run() requires of the mask tensor.
+  std::vector<int64_t> mask_indptr;
 
   Backend backend = Backend::kCPU;
   dispatch::KernelEntry kernel;

@@ -71,6 +71,7 @@ std::string Case::name() const {
   if (logits_soft_cap > 0.0f) s << "_cap" << number_token(logits_soft_cap);
   if (sm_scale) s << "_scale" << number_token(*sm_scale);
   if (!sinks.empty()) s << "_sinks" << number_token(*std::max_element(sinks.begin(), sinks.end()));
+  if (mask_density) s << "_mask" << number_token(static_cast<float>(*mask_density));
   if (!return_lse) s << "_nolse";
   if (out_token_pad) s << "_opad" << out_token_pad;
   if (far_kv) s << "_far";
@@ -87,6 +88,24 @@ std::string Case::name() const {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return out;
 }
+
+namespace {
+
+// Whether the reference differs from the one computed without `feature` by more than 0.1 in
+// an output or an LSE; if not, says so in *failure (when still empty): such a case could not
+// show that a backend applies the feature.
+bool differs_without(const Reference& ref, const Reference& without, const char* feature, std::string* failure) {
+  double diff = max_abs_diff(ref.out, without.out);
+  for (std::size_t i = 0; i < ref.lse.size(); ++i)  // rows that see nothing in both: -inf both
+    if (ref.lse[i] != without.lse[i]) diff = std::max(diff, std::fabs(ref.lse[i] - without.lse[i]));
+  if (diff > 0.1) return true;
+  if (failure->empty())
+    *failure = std::string("guard: the references with and without ") + feature + " differ by at most " +
+               std::to_string(diff) + " (<= 0.1), so this case cannot show that it is applied";
+  return false;
+}
+
+}  // namespace
 
 CaseResult run_case(const Case& c, const RunConfig& cfg) {
   const std::vector<RequestData> data = make_case_data(c);
@@ -141,18 +160,15 @@ CaseResult run_case(const Case& c, const RunConfig& cfg) {
   if (!c.sinks.empty() && *std::max_element(c.sinks.begin(), c.sinks.end()) > 0.0f) {
     Case plain = c;
     plain.sinks.clear();
-    const Reference unsunk = make_reference(plain, data, window);
-    double diff = max_abs_diff(ref.out, unsunk.out);
-    for (std::size_t i = 0; i < ref.lse.size(); ++i)  // rows with no key and no sink: -inf both
-      if (ref.lse[i] != unsunk.lse[i]) diff = std::max(diff, std::fabs(ref.lse[i] - unsunk.lse[i]));
-    if (!(diff > 0.1)) {
-      r.sink_guard_ok = false;
-      if (r.failure.empty())
-        r.failure = "sink guard: the references with and without sinks differ by at most " + std::to_string(diff) +
-                    " (<= 0.1), so this case cannot show that sinks are applied";
-    }
+    r.sink_guard_ok = differs_without(ref, make_reference(plain, data, window), "sinks", &r.failure);
   }
-  r.passed = cmp.passed && r.window_guard_ok && r.sink_guard_ok;
+  // And a custom mask: a backend that ignores it must fail.
+  if (c.mask_density) {
+    std::vector<RequestData> unmasked = data;
+    for (RequestData& d : unmasked) d.mask.clear();
+    r.mask_guard_ok = differs_without(ref, make_reference(c, unmasked, window), "the custom mask", &r.failure);
+  }
+  r.passed = cmp.passed && r.window_guard_ok && r.sink_guard_ok && r.mask_guard_ok;
   return r;
 }
 

@@ -36,6 +36,10 @@ struct Case {
   std::optional<float> sm_scale;
   // Attention sinks, one per query head (natural-log domain), or empty for none.
   std::vector<float> sinks;
+  // Custom mask (SPEC.md "Custom masks"): set, each request gets a random [qo_len, kv_len]
+  // matrix from the seed with this share of allowed keys (row 0 of a request with 3 rows or
+  // more hides every key, so the empty-row rule is met), packed as segment_packbits does.
+  std::optional<double> mask_density;
   bool return_lse = true;
   KVLayout layout = KVLayout::kNHD;
   int page_size = 16;        // paged and decode
@@ -73,6 +77,8 @@ struct CaseResult {
   bool window_guard_ok = true;  // windowed and unwindowed references differ by > 0.1
   // With a sink above 0: the references with and without sinks differ by > 0.1 (out or LSE).
   bool sink_guard_ok = true;
+  // With a custom mask: the references with and without it differ by > 0.1.
+  bool mask_guard_ok = true;
   RunInfo info;
   double median_ms = 0.0;     // when timed
   int64_t visible_pairs = 0;  // summed over heads and requests

@@ -95,6 +95,12 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   const TensorView sinksv =
       TensorView::contiguous(dsinks.data(), DType::kF32, {static_cast<int64_t>(c.sinks.size())}, dev);
   const TensorView* sinks_arg = c.sinks.empty() ? nullptr : &sinksv;
+  const std::vector<uint8_t> packed = pack_case_mask(data);
+  HostArray mask_bits(DType::kU8, static_cast<int64_t>(packed.size()));
+  for (std::size_t i = 0; i < packed.size(); ++i) mask_bits.set(static_cast<int64_t>(i), packed[i]);
+  const DeviceBuffer dmask = to_device(dev, mask_bits);
+  const TensorView maskv = TensorView::contiguous(dmask.data(), DType::kU8, {static_cast<int64_t>(packed.size())}, dev);
+  const TensorView* mask_arg = c.mask_density ? &maskv : nullptr;
 
   const Options opts = case_options(c);
   const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
@@ -114,6 +120,7 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   RunArgs run_args;  // the batch classes' run(), given opts.stream as FlashInfer's run() gives its stream
   run_args.scales = scales;
   run_args.sinks = sinks_arg;
+  run_args.custom_mask = mask_arg;
   run_args.stream = opts.stream;
   int64_t max_page_indices = 0;  // what a real caller would size for (paged entry points)
   if (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode)
@@ -164,7 +171,7 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
       kview.data = dk.data();
       vview.data = dv.data();
       if (c.entry == EntryPoint::kSingle) {
-        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales, sinks_arg); };
+        run = [&] { return single_prefill(qv, kview, vview, outv, lse_arg, opts, ws, scales, sinks_arg, mask_arg); };
       } else {
         ragged.plan(qo_indptr.data(), kv_indptr.data(), B, shape, opts, ws);
         run = [&] { return ragged.run(qv, kview, vview, outv, lse_arg, run_args); };

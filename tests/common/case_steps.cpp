@@ -54,6 +54,7 @@ Options case_options(const Case& c) {
   o.logits_soft_cap = c.logits_soft_cap;
   o.sm_scale = c.sm_scale;
   o.sinks = !c.sinks.empty();
+  o.custom_mask = c.mask_density.has_value();
   o.return_lse = c.return_lse;
   o.kv_layout = c.layout;
   o.backend = c.backend;
@@ -85,6 +86,8 @@ ProblemDesc problem_of(const Case& c) {
   d.max_kv_len = max_kv;
   d.soft_cap = c.logits_soft_cap > 0.0f;
   d.sinks = !c.sinks.empty();
+  d.custom_mask = c.mask_density.has_value();
+  if (d.custom_mask) d.has_empty_rows = true;  // as plan() assumes
   d.return_lse = c.return_lse;
   d.kv_layout = c.layout;
   d.page_size = (c.entry == EntryPoint::kPaged || c.entry == EntryPoint::kDecode) ? c.page_size : 0;
@@ -160,6 +163,15 @@ std::vector<RequestData> make_case_data(const Case& c) {
     r.k = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.k_scale, k_top);
     r.v = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.v_scale, v_top);
   }
+  if (c.mask_density) {
+    // Its own stream, so a masked case keeps the q, k and v of the same case without one.
+    Rng mask_rng(c.seed ^ 0x6d61736bULL);
+    for (RequestData& r : data) {
+      r.mask.resize(static_cast<std::size_t>(r.qo_len) * r.kv_len);
+      for (std::size_t i = 0; i < r.mask.size(); ++i)
+        r.mask[i] = (r.qo_len < 3 || i >= static_cast<std::size_t>(r.kv_len)) && mask_rng.uniform() < *c.mask_density;
+    }
+  }
   return data;
 }
 
@@ -181,6 +193,7 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, Wi
     p.k_scale = c.k_scale;
     p.v_scale = c.v_scale;
     p.sinks.assign(c.sinks.begin(), c.sinks.end());
+    p.mask = data[b].mask;
     results[b] = oracle_empty_result(p);
   }
   // One task per (request, head): the heads of one request write disjoint rows.
@@ -196,9 +209,20 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, Wi
     ref.out.insert(ref.out.end(), o.out.begin(), o.out.end());
     ref.lse.insert(ref.lse.end(), o.lse.begin(), o.lse.end());
     ref.empty.insert(ref.empty.end(), o.empty.begin(), o.empty.end());
-    ref.visible_pairs += oracle_visible_pairs(data[b].qo_len, data[b].kv_len, c.causal, window.left, window.right) * H;
+    ref.visible_pairs += oracle_visible_pairs(problems[b]) * H;
   }
   return ref;
+}
+
+std::vector<uint8_t> pack_case_mask(const std::vector<RequestData>& data) {
+  std::vector<uint8_t> bytes;
+  for (const RequestData& r : data) {
+    const std::size_t start = bytes.size();
+    bytes.resize(start + (r.mask.size() + 7) / 8, 0);
+    for (std::size_t k = 0; k < r.mask.size(); ++k)
+      if (r.mask[k]) bytes[start + k / 8] |= static_cast<uint8_t>(1u << (k % 8));
+  }
+  return bytes;
 }
 
 bool window_changes_visibility(const Case& c, Window with, Window without) {

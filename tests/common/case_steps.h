@@ -27,6 +27,7 @@ struct RequestData {
   int qo_len = 0;
   int kv_len = 0;
   std::vector<double> q, k, v;
+  std::vector<char> mask;  // [qo_len * kv_len] unpacked, when the case has a custom mask
 };
 // Normal(0, 1) inputs from c.seed: with the default scale 1/sqrt(D) the logits have unit
 // spread, so softmax is neither flat nor one-hot.
@@ -44,6 +45,9 @@ struct ApiOutputs {
 // public API (plan + run for batches) and copies the results back. Timed iterations, if
 // any, run after the result has been read.
 ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const RunConfig& cfg = {});
+// The requests' masks packed as flashband takes them: row-major bits, least significant first,
+// each request's segment padded to whole bytes (FlashInfer's segment_packbits, "little").
+std::vector<uint8_t> pack_case_mask(const std::vector<RequestData>& data);
 
 // The oracle over every request, concatenated like ApiOutputs.
 struct Reference {

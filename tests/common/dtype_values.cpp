@@ -58,6 +58,7 @@ double load_value(DType dtype, const void* base, int64_t i) {
     case DType::kF16: return core::half_bits_to_float(static_cast<const uint16_t*>(base)[i]);
     case DType::kBF16: return core::bf16_bits_to_float(static_cast<const uint16_t*>(base)[i]);
     case DType::kI32: return static_cast<const int32_t*>(base)[i];
+    case DType::kU8: return static_cast<const uint8_t*>(base)[i];
     case DType::kE4M3:
     case DType::kE5M2: return fp8_value(dtype, static_cast<const uint8_t*>(base)[i]);
   }
@@ -70,6 +71,7 @@ void store_value(DType dtype, void* base, int64_t i, double x) {
     case DType::kF16: static_cast<uint16_t*>(base)[i] = core::float_to_half_bits(static_cast<float>(x)); return;
     case DType::kBF16: static_cast<uint16_t*>(base)[i] = core::float_to_bf16_bits(static_cast<float>(x)); return;
     case DType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(x); return;
+    case DType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(x); return;
     case DType::kE4M3:
     case DType::kE5M2: static_cast<uint8_t*>(base)[i] = nearest_fp8(dtype, x); return;
   }

@@ -23,6 +23,18 @@ int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_lef
   return n;
 }
 
+bool oracle_sees(const OracleProblem& p, int i, int j) {
+  if (!p.mask.empty() && !p.mask[static_cast<std::size_t>(i) * p.kv_len + j]) return false;
+  return oracle_visible(p.qo_len, p.kv_len, p.causal, p.window_left, p.window_right, i, j);
+}
+
+int64_t oracle_visible_pairs(const OracleProblem& p) {
+  int64_t n = 0;
+  for (int i = 0; i < p.qo_len; ++i)
+    for (int j = 0; j < p.kv_len; ++j) n += oracle_sees(p, i, j);
+  return n;
+}
+
 namespace {
 void check_sizes(const OracleProblem& p, const std::vector<double>& q, const std::vector<double>& k,
                  const std::vector<double>& v) {
@@ -34,6 +46,8 @@ void check_sizes(const OracleProblem& p, const std::vector<double>& q, const std
     throw std::invalid_argument("oracle: input sizes do not match the problem");
   if (!p.sinks.empty() && p.sinks.size() != static_cast<std::size_t>(p.num_qo_heads))
     throw std::invalid_argument("oracle: sinks must have num_qo_heads entries");
+  if (!p.mask.empty() && p.mask.size() != static_cast<std::size_t>(p.qo_len) * p.kv_len)
+    throw std::invalid_argument("oracle: mask must have qo_len * kv_len entries");
 }
 }  // namespace
 
@@ -60,7 +74,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
     const double* qi = &q[(static_cast<std::size_t>(i) * Hq + h) * D];
     double m = neg_inf;
     for (int j = 0; j < p.kv_len; ++j) {
-      vis[j] = oracle_visible(p.qo_len, p.kv_len, p.causal, p.window_left, p.window_right, i, j);
+      vis[j] = oracle_sees(p, i, j);
       if (!vis[j]) continue;
       const double* kj = &k[(static_cast<std::size_t>(j) * Hk + hk) * D];
       // Four partial sums: the same double-precision dot product without one serial chain.

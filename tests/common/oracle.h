@@ -24,6 +24,9 @@ struct OracleProblem {
   double v_scale = 1.0;
   // Attention sinks, natural-log domain: [num_qo_heads], or empty for none (SPEC.md).
   std::vector<double> sinks;
+  // Custom mask (SPEC.md "Custom masks"), unpacked: [qo_len * kv_len] row-major, nonzero where
+  // key j is allowed for row i, ANDed with the rest of visible(i, j); empty for none.
+  std::vector<char> mask;
 };
 
 // SPEC.md "visible(i, j)", written out from the text.
@@ -31,6 +34,9 @@ bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int wi
 
 // Number of visible (row, key) pairs of one request and one head.
 int64_t oracle_visible_pairs(int qo_len, int kv_len, bool causal, int window_left, int window_right);
+// visible(i, j) of a problem, its custom mask included; and the count of such pairs.
+bool oracle_sees(const OracleProblem& p, int i, int j);
+int64_t oracle_visible_pairs(const OracleProblem& p);
 
 struct OracleResult {
   std::vector<double> out;  // [qo_len, num_qo_heads, head_dim]

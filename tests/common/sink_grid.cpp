@@ -16,11 +16,20 @@ std::vector<float> sink_values(int heads, int rotation) {
   return s;
 }
 
+void rotate_shape(Case& c, int k, const std::vector<DType>& dtypes) {
+  static const int heads[][2] = {{2, 2}, {4, 2}, {4, 1}, {6, 3}, {1, 1}};
+  static const int dims[] = {64, 128, 256};
+  c.num_qo_heads = heads[k % 5][0];
+  c.num_kv_heads = heads[k % 5][1];
+  c.head_dim = dims[(k / 2) % 3];
+  c.dtype = dtypes[static_cast<std::size_t>(k / 3) % dtypes.size()];
+  c.layout = (k / 4) % 2 ? KVLayout::kHND : KVLayout::kNHD;
+  c.page_size = (k % 3) * 7 + 1;  // 1, 8, 15
+}
+
 std::vector<Case> sink_cases(const std::vector<DType>& dtypes) {
   const EntryPoint entries[] = {EntryPoint::kSingle, EntryPoint::kRagged, EntryPoint::kPaged, EntryPoint::kDecode};
   const int windows[] = {-1, 0, 5};
-  const int heads[][2] = {{2, 2}, {4, 2}, {4, 1}, {6, 3}, {1, 1}};
-  const int dims[] = {64, 128, 256};
   std::vector<Case> cases;
   int k = 0;
   for (EntryPoint e : entries)
@@ -44,12 +53,7 @@ std::vector<Case> sink_cases(const std::vector<DType>& dtypes) {
           c.causal = causal;
           c.window_left = w;
           if (cap) c.logits_soft_cap = 3.0f;
-          c.num_qo_heads = heads[k % 5][0];
-          c.num_kv_heads = heads[k % 5][1];
-          c.head_dim = dims[(k / 2) % 3];
-          c.dtype = dtypes[static_cast<std::size_t>(k / 3) % dtypes.size()];
-          c.layout = (k / 4) % 2 ? KVLayout::kHND : KVLayout::kNHD;
-          c.page_size = (k % 3) * 7 + 1;  // 1, 8, 15
+          rotate_shape(c, k, dtypes);
           c.sinks = sink_values(c.num_qo_heads, k);
           c.seed = 700 + k;
           cases.push_back(c);

@@ -16,6 +16,11 @@ std::vector<float> sink_values(int heads, int rotation);
 
 std::vector<Case> sink_cases(const std::vector<DType>& dtypes);
 
+// The shape the k-th case of a grid takes (GQA heads, head dim 64/128/256, dtype from
+// `dtypes`, layout, page size 1/8/15), each rotating with its own period so that their
+// combinations vary; the sink and mask grids share it.
+void rotate_shape(Case& c, int k, const std::vector<DType>& dtypes);
+
 // Cases whose single long request a GPU planner cuts into several KV splits (batch 1, one KV
 // head group, short q, kv_len in the thousands), so the sink must be counted once after the
 // merge; the cpu backend runs them unsplit.

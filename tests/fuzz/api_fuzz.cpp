@@ -135,6 +135,7 @@ Options options_of(Bytes& in) {
   o.backend = in.upto(7) == 0 ? Backend::kSM80 : (in.bit() ? Backend::kAuto : Backend::kCPU);
   if (in.upto(15) == 0) o.stream = reinterpret_cast<void*>(uintptr_t{0x1000});
   o.disable_split_kv = in.bit();
+  o.custom_mask = in.upto(3) == 0;
   return o;
 }
 
@@ -218,6 +219,35 @@ KVScales scales_of(Bytes& in, Tensor& k_t, Tensor& v_t) {
   return s;
 }
 
+// A custom mask for requests of these lengths: mostly the packed total a plan expects
+// (sum of ceil(qo_len * kv_len / 8)), at times one byte off or packed without per-request
+// padding, perturbed like every tensor; given mostly iff the options declare it.
+struct Mask {
+  Tensor bits;
+  const TensorView* arg = nullptr;
+  Mask(Bytes& in, const Options& opts, const std::vector<int64_t>& qo_lens, const std::vector<int64_t>& kv_lens) {
+    int64_t bytes = 0, bits_total = 0;
+    for (std::size_t b = 0; b < qo_lens.size(); ++b) {
+      bytes += (qo_lens[b] * kv_lens[b] + 7) / 8;
+      bits_total += qo_lens[b] * kv_lens[b];
+    }
+    switch (in.upto(7)) {
+      case 0: bytes += in.bit() ? 1 : -1; break;
+      case 1: bytes = (bits_total + 7) / 8; break;
+      default: break;
+    }
+    bits = Tensor(in, {std::max<int64_t>(bytes, 0)}, DType::kU8);
+    if (bits.valid && (opts.custom_mask != (in.upto(7) == 0))) arg = &bits.view;
+  }
+};
+
+// Each request's length from a CSR array.
+std::vector<int64_t> lengths_of(const std::vector<int32_t>& indptr, int batch) {
+  std::vector<int64_t> n(static_cast<std::size_t>(batch));
+  for (int b = 0; b < batch; ++b) n[static_cast<std::size_t>(b)] = int64_t{indptr[b + 1]} - indptr[b];
+  return n;
+}
+
 // q/out [tokens, Hq, D] and lse [tokens, Hq] as the problem asks (each then perturbed).
 struct Outputs {
   Tensor q, out, lse;
@@ -242,7 +272,8 @@ void fuzz_single(Bytes& in) {
   const TensorView* lse = o.lse_arg(in);
   Tensor k_t, v_t;
   const KVScales scales = scales_of(in, k_t, v_t);
-  expect_clean([&] { single_prefill(o.q.view, k.view, v.view, o.out.view, lse, p.opts, {}, scales); },
+  const Mask mask(in, p.opts, {qo}, {kv});
+  expect_clean([&] { single_prefill(o.q.view, k.view, v.view, o.out.view, lse, p.opts, {}, scales, nullptr, mask.arg); },
                {&o.out, &o.lse});
 }
 
@@ -269,7 +300,10 @@ void fuzz_ragged(Bytes& in) {
   const TensorView* lse = o.lse_arg(in);
   Tensor k_t, v_t;
   const KVScales scales = scales_of(in, k_t, v_t);
-  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse, RunArgs{scales}); }, {&o.out, &o.lse});
+  const Mask mask(in, p.opts, lengths_of(qo, batch), lengths_of(kv, batch));
+  RunArgs args{scales};
+  args.custom_mask = mask.arg;
+  expect_clean([&] { r.run(o.q.view, k.view, v.view, o.out.view, lse, args); }, {&o.out, &o.lse});
 }
 
 struct Pages {
@@ -324,12 +358,21 @@ void fuzz_paged(Bytes& in, bool decode) {
   const TensorView* lse = o.lse_arg(in);
   Tensor k_t, v_t;
   const KVScales scales = scales_of(in, k_t, v_t);
+  // Paged lengths as plan() derived them (the plan accepted these arrays).
+  std::vector<int64_t> kv_lens = lengths_of(pages.indptr, batch);
+  for (int b = 0; b < batch; ++b) {
+    int64_t& n = kv_lens[static_cast<std::size_t>(b)];
+    n = n == 0 ? 0 : (n - 1) * pages.index.page_size + pages.last[static_cast<std::size_t>(b)];
+  }
+  const Mask mask(in, p.opts, decode ? std::vector<int64_t>(kv_lens.size(), 1) : lengths_of(qo, batch), kv_lens);
+  RunArgs args{scales};
+  args.custom_mask = mask.arg;
   expect_clean(
       [&] {
         if (decode)
-          dec.run(o.q.view, cache, o.out.view, lse, RunArgs{scales});
+          dec.run(o.q.view, cache, o.out.view, lse, args);
         else
-          prefill.run(o.q.view, cache, o.out.view, lse, RunArgs{scales});
+          prefill.run(o.q.view, cache, o.out.view, lse, args);
       },
       {&o.out, &o.lse});
 }

@@ -33,7 +33,7 @@ TEST(DlpackFp8, ImportsTheFp8Codes) {
   EXPECT_EQ(from_dlpack(bytes_tensor(data, shape, 12, 8), "k").dtype, DType::kE5M2);
   const TensorView v = from_dlpack(bytes_tensor(data, shape, 12, 8), "k");
   EXPECT_EQ(v.strides[0], 3);  // strides in elements of one byte
-  for (auto [code, bits] : {std::pair<int, int>{10, 16}, {11, 8}, {13, 8}, {kDLUInt, 8}}) {
+  for (auto [code, bits] : {std::pair<int, int>{10, 16}, {11, 8}, {13, 8}, {kDLUInt, 16}}) {
     try {
       from_dlpack(bytes_tensor(data, shape, static_cast<uint8_t>(code), static_cast<uint8_t>(bits)), "paged_k_cache");
       ADD_FAILURE() << "code " << code << " bits " << bits << " accepted";
@@ -41,6 +41,19 @@ TEST(DlpackFp8, ImportsTheFp8Codes) {
       EXPECT_NE(std::string(e.what()).find("paged_k_cache: DLPack dtype code"), std::string::npos) << e.what();
     }
   }
+}
+
+// uint8 is a custom mask's packed bits (DType::kU8), never mistaken for an fp8 format.
+TEST(DlpackFp8, Uint8IsTheMaskDtype) {
+  uint8_t data[6] = {};
+  int64_t shape[2] = {2, 3};
+  const TensorView v = from_dlpack(bytes_tensor(data, shape, kDLUInt, 8), "custom_mask");
+  EXPECT_EQ(v.dtype, DType::kU8);
+  EXPECT_EQ(dtype_size(v.dtype), 1u);
+  EXPECT_STREQ(dtype_name(v.dtype), "uint8");
+  const DLTensor t = to_dlpack(v);
+  EXPECT_EQ(t.dtype.code, kDLUInt);
+  EXPECT_EQ(t.dtype.bits, 8);
 }
 
 TEST(DlpackFp8, ExportsTheFp8Codes) {

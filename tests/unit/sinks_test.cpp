@@ -182,7 +182,7 @@ TEST(Sinks, BadInputIsRefusedByName) {
   expect(o, &on_gpu, "CUDA memory");
   expect(o, nullptr, "run() got none");
   const TensorView good = TensorView::contiguous(host.data(), DType::kF32, {2});
-  expect(Options{}, &good, "plan was made without them");
+  expect(Options{}, &good, "plan was made without sinks");
 }
 
 // cudnn refuses sinks by name (its graphs do not bind cuDNN's sink_token yet), so auto on a

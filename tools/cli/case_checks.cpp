@@ -20,7 +20,7 @@ struct FlagName {
 constexpr FlagName kFlags[] = {
     {"num_qo_heads", "--heads"},        {"num_kv_heads", "--kv-heads"},   {"head_dim", "--head-dim"},
     {"window_left", "--window"},        {"window_right", "--window-right"}, {"logits_soft_cap", "--soft-cap"},
-    {"sm_scale", "--sm-scale"},         {"sinks", "--sinks"},
+    {"sm_scale", "--sm-scale"},         {"sinks", "--sinks"},              {"custom_mask", "--mask-density"},
     {"page_size", "--page-size"},       {"kv_layout", "--layout"},         {"dtype", "--dtype"},
     {"q_data_type", "--dtype"},         {"kv_data_type", "--kv-dtype"},    {"kv_dtype", "--kv-dtype"},
     {"k_scale", "--k-scale"},           {"v_scale", "--v-scale"},

@@ -145,6 +145,12 @@ int cmd_run(Args& a) {
   c.window_right = a.integer("window-right", -1);
   c.logits_soft_cap = float_flag(a, "soft-cap", "logits_soft_cap");
   c.sinks = a.real_list("sinks");  // one per query head; flashband names a wrong count
+  // A random custom mask from --seed: a mask has no short text form, its density does.
+  if (a.given("mask-density")) {
+    const double p = a.real("mask-density", 0.5);
+    if (!(p >= 0.0 && p <= 1.0)) bad_flag("mask-density", "got " + std::to_string(p) + ", allowed: [0, 1]");
+    c.mask_density = p;
+  }
   if (a.given("sm-scale")) c.sm_scale = float_flag(a, "sm-scale", "sm_scale");
   c.return_lse = !a.flag("no-lse");
   c.layout = parse_layout(a.str("layout", "NHD"));

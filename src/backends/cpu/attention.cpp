@@ -2,9 +2,11 @@
 // query rows); an item processes every query head of the GQA group that reads its KV head, so
 // each K/V tile is converted to float once and then used by group * rows query rows. Only the
 // keys visible to the block (core::rows_kv_range) are loaded, and each row only scores the
-// keys of its own core::row_kv_range, so the cost scales with the band, not with kv_len.
+// keys of its own core::row_kv_range, so the cost scales with the band, not with kv_len. A
+// custom mask then hides keys inside that range bit by bit.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,21 @@ void load_kv_tile(const core::AttentionParams& p, const RequestKV& kv, int kv_he
   }
 }
 
+// Sets the logits of keys t0 + [j0, j1) that row `row`'s custom mask hides to -inf (a hidden
+// key weighs exactly 0, whatever K holds: SPEC.md). False when the row sees none of them,
+// so the caller skips the block rather than meet (-inf) - (-inf) in its running maximum.
+bool hide_masked_keys(const uint8_t* bits, int row, int kv_len, int t0, int j0, int j1, float* s) {
+  bool any = false;
+  for (int j = j0; j < j1; ++j) {
+    if (core::custom_mask_bit(bits, row, kv_len, t0 + j)) {
+      any = true;
+    } else {
+      s[j] = core::neg_inf();
+    }
+  }
+  return any;
+}
+
 void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTransform& xf,
               Scratch& sc) {
   const int D = p.head_dim;
@@ -118,6 +135,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
   }
 
   const RequestKV kv(p, w.request);
+  const uint8_t* bits = p.custom_mask ? p.custom_mask + p.mask_indptr[w.request] : nullptr;
   const core::KVRange band = core::rows_kv_range(mask, w.row_begin, w.row_end);
   for (int t0 = band.first; t0 < band.last; t0 += kKeyTile) {
     const int n = std::min(kKeyTile, band.last - t0);
@@ -134,6 +152,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
         tile_scores(sc.q.data() + static_cast<size_t>(x) * D, sc.kt.data(), D, j0, j1, s);
         if (xf.cap_log2e > 0.0f)
           for (int j = j0; j < j1; ++j) s[j] = std::tanh(s[j]) * xf.cap_log2e;
+        if (bits && !hide_masked_keys(bits, w.row_begin + r, kv_len, t0, j0, j1, s)) continue;
         float block_max = s[j0];
         for (int j = j0 + 1; j < j1; ++j) block_max = std::max(block_max, s[j]);
 
@@ -181,6 +200,7 @@ void check_params(const core::AttentionParams& p) {
     fail("paged storage needs page_size > 0 and kv_lens or last_page_len");
   if (p.window_left < -1) fail("window_left " + std::to_string(p.window_left) + " < -1");
   if (p.window_right < -1) fail("window_right " + std::to_string(p.window_right) + " < -1");
+  if (p.custom_mask && (!p.mask_indptr || p.causal)) fail("a custom mask needs mask_indptr and causal=false");
 }
 
 }  // namespace

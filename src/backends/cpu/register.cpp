@@ -43,6 +43,7 @@ void plan_cpu(Plan& plan, const Workspace& /*workspace*/) {
   p.page_indices = data_or_null(plan.page_indices);
   p.last_page_len = data_or_null(plan.last_page_len);
   p.kv_lens = data_or_null(plan.kv_lens);
+  p.mask_indptr = plan.mask_indptr.empty() ? nullptr : plan.mask_indptr.data();
   p.work = nullptr;
   p.num_work_items = 0;
   p.num_kv_splits = 1;
