@@ -23,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/sm80/sm80_backend.h"
 #include "backends/sm80/workspace.h"
 #include "compare.h"
 #include "device_buffer.h"
