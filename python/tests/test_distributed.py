@@ -1,8 +1,9 @@
 """flashband.distributed: decode and chunked prefill over a KV cache sharded across ranks
 equal the single-process run and the float64 oracle (SPEC.md's bounds), for causal,
 sliding window, GQA, empty shards and shards of unequal size. Ranks are gloo processes on the CPU
-(2 and 4 of them), or simulated in one process (the per-shard kernels and the merge on the
-cpu backend, and on sm80 where a GPU is present)."""
+(2 and 4 of them), NCCL processes one per GPU (2, 4 and 8, where the machine has that many),
+or simulated in one process (the per-shard kernels and the merge on the cpu backend, and on
+sm80 where a GPU is present)."""
 
 import math
 import os
@@ -212,39 +213,68 @@ def test_bad_offsets_are_refused():
         ShardDecode("cpu", backend="cpu").plan(*args, q_data_type="float32")
 
 
-def _worker(rank, world, store, names):
+def _worker(rank, world, store, names, transport="gloo"):
+    """One rank of a process group: gloo with the cpu backend, or NCCL with sm80 on GPU
+    `rank` (one process per GPU, as serving engines run them)."""
     torch.set_num_threads(1)
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    if transport == "nccl":
+        torch.cuda.set_device(rank)
+        device, backend, dtypes = torch.device("cuda", rank), "sm80", ("float16", "bfloat16")
+        dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=world,
+                                device_id=device)
+    else:
+        device, backend, dtypes = torch.device("cpu"), "cpu", DTYPES
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
         for name in names:
             case = Case(name, world)
-            for dtype in DTYPES:
+            for dtype in dtypes:
                 wrapper = (ContextParallelDecodeWrapper if case.decode else
-                           ContextParallelPrefillWrapper)(backend="cpu")
+                           ContextParallelPrefillWrapper)(device=device, backend=backend)
                 wrapper.plan(*case.plan_args(rank), window_left=case.window, q_data_type=dtype)
-                q = torch.from_numpy(case.q).to(getattr(torch, dtype))
+                q = torch.from_numpy(case.q).to(device=device, dtype=getattr(torch, dtype))
                 first = None
                 for step in range(2):  # a second run reuses the plan's buffers
-                    out, lse = wrapper.run(q, case.cache(rank, dtype, "cpu"), return_lse=True)
-                    case.check(out, lse, dtype, "cpu", "cpu",
-                               f"{name}, {dtype}, rank {rank} of {world}, run {step}")
+                    out, lse = wrapper.run(q, case.cache(rank, dtype, device), return_lse=True)
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
+                    case.check(out, lse, dtype, device, backend,
+                               f"{name}, {dtype}, {transport} rank {rank} of {world}, run {step}")
                     first = first or (out.data_ptr(), lse.data_ptr())
                     assert (out.data_ptr(), lse.data_ptr()) == first, "run() allocated its outputs"
     finally:
         dist.destroy_process_group()
 
 
+def _spawn(world, transport):
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(_worker, args=(world, os.path.join(tmp, "store"), sorted(CASES), transport), nprocs=world)
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_gloo_processes(world):
     import torch.distributed as dist
-    import torch.multiprocessing as mp
 
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("this torch has no gloo backend")
-    with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(_worker, args=(world, os.path.join(tmp, "store"), sorted(CASES)), nprocs=world)
+    _spawn(world, "gloo")
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_nccl_processes(world):
+    """One process per GPU over NCCL, as on a multi-GPU serving machine: every rank's result
+    equals the oracle and the single-process run on its own GPU."""
+    import torch.distributed as dist
+
+    if torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs, this machine has {torch.cuda.device_count()}")
+    if "sm80" not in flashband.built_backends() or not dist.is_nccl_available():
+        pytest.skip("needs the sm80 backend and NCCL")
+    _spawn(world, "nccl")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
