@@ -12,7 +12,8 @@ mkdir -p "$OUT"
 LOG=$(mktemp -d)
 steps="${*:-build unit gpu sanitize python}"
 declare -a summary
-note() { summary+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); }
+# Each line is printed as it comes too, so a call cut off at its limit still shows them.
+note() { summary+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); echo "${summary[-1]}"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 export PYTHONUNBUFFERED=1
 
