@@ -2,7 +2,7 @@
 // request and a decode-shaped kernel (the selection's KernelShape).
 #include <memory>
 
-#include "api/run_batch.h"
+#include "run/run_batch.h"
 
 namespace flashband {
 

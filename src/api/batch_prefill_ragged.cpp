@@ -1,4 +1,4 @@
-#include "api/run_batch.h"
+#include "run/run_batch.h"
 
 namespace flashband {
 

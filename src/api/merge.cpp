@@ -1,7 +1,7 @@
 // merge_state / merge_states: validate, then run the one merge routine of the tensors' device.
 #include <string>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "backends/cpu/cpu_backend.h"
 #include "flashband/config.h"
 #if FLASHBAND_WITH_CUDA

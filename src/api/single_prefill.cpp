@@ -1,7 +1,8 @@
 // single_prefill: a batch of one request, planned and run in one call.
-#include "api/bind.h"
-#include "api/validate.h"
+#include "run/bind.h"
+#include "validate/validate.h"
 #include "plan/make_plan.h"
+#include "run/launch.h"
 #include "plan/workspace_claim.h"
 
 namespace flashband {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "dispatch/backend.h"
 #include "flashband/attention.h"
 

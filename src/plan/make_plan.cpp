@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "core/mask.h"
 #include "dispatch/backend.h"
 #include "dispatch/select.h"
@@ -261,15 +261,6 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
     fail("logits_soft_cap: got " + std::to_string(a.logits_soft_cap) + ", too small for sm_scale " +
          std::to_string(a.sm_scale) + " (sm_scale / logits_soft_cap overflows float32)");
   return plan;
-}
-
-RunInfo launch(const Plan& plan, const core::AttentionParams& params) {
-  dispatch::check_kernel_fits(plan.kernel, params);
-  // No query rows (batch 0, or only empty requests): nothing to compute or write.
-  if (params.total_qo_tokens > 0) plan.kernel.launch(params);
-  RunInfo info = planned_info(plan);
-  info.num_kv_splits = params.num_kv_splits;
-  return info;
 }
 
 RunInfo planned_info(const Plan& plan) {

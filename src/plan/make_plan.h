@@ -37,8 +37,4 @@ std::string first_accepting(std::size_t n, bool fallback, const std::function<vo
 // What the plan's runs will launch, and why that backend (RunInfo::selection).
 RunInfo planned_info(const Plan& plan);
 
-// run(): checks that the kernel chosen at plan time may receive these params (the
-// needs_mask guard), launches it and reports what ran.
-RunInfo launch(const Plan& plan, const core::AttentionParams& params);
-
 }  // namespace flashband::detail

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdint>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "case_steps.h"
 #include "flashband/capability.h"
 

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "cli/case_checks.h"
 #include "cli/commands.h"
 #include "dispatch/select.h"

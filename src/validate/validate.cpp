@@ -1,4 +1,4 @@
-#include "api/validate.h"
+#include "validate/validate.h"
 
 #include "core/mask.h"
 

@@ -1,4 +1,4 @@
-#include "api/capture_guard.h"
+#include "run/capture_guard.h"
 
 #include <algorithm>
 #include <string>

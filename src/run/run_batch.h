@@ -2,9 +2,10 @@
 // the plan's launch parameters, launches, and records a CUDA graph's capture. Only the K/V
 // binding differs between the classes (`bind_kv`).
 #pragma once
-#include "api/bind.h"
-#include "api/capture_guard.h"
+#include "run/bind.h"
+#include "run/capture_guard.h"
 #include "plan/make_plan.h"
+#include "run/launch.h"
 #include "plan/page_status.h"
 
 namespace flashband::detail {

@@ -1,8 +1,8 @@
-#include "api/bind.h"
+#include "run/bind.h"
 
 #include <string>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 
 namespace flashband::bind {
 
