@@ -3,7 +3,7 @@
 #include <dlpack/dlpack.h>
 
 #include "flashband/dlpack.h"
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "flashband/error.h"
 
 namespace flashband::python {

@@ -4,7 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "bind.h"
 #include "convert.h"
 

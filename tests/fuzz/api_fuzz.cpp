@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "flashband/attention.h"
 
 namespace flashband {

@@ -13,7 +13,7 @@
 #include <climits>
 #include <cmath>
 
-#include "api/capture_guard.h"
+#include "run/capture_guard.h"
 #include "core/mask.h"
 #include "flashband/attention.h"
 #include "plan/graph_window.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "api/validate.h"
+#include "validate/validate.h"
 #include "flashband/attention.h"
 
 namespace flashband {

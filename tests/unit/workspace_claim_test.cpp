@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "api/capture_guard.h"
+#include "run/capture_guard.h"
 #include "plan/workspace_claim.h"
 
 namespace flashband::detail {
