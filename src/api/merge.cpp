@@ -2,11 +2,7 @@
 #include <string>
 
 #include "validate/validate.h"
-#include "backends/cpu/cpu_backend.h"
-#include "flashband/config.h"
-#if FLASHBAND_WITH_CUDA
-#include "backends/cuda/merge.h"
-#endif
+#include "dispatch/backend.h"
 
 namespace flashband {
 
@@ -32,6 +28,11 @@ void check_placement(std::initializer_list<Arg> args) {
   for (const Arg& a : args) validate::placement(a, first.t.device, first.t.device_id, false, first.name);
 }
 
+const dispatch::BackendOps* merger(Device d, const char* op) {
+  if (const dispatch::BackendOps* ops = dispatch::merge_ops(d)) return ops;
+  throw Error(ErrorCode::kNotBuilt, std::string(op) + ": CUDA tensors given but this build has no GPU backends");
+}
+
 }  // namespace
 
 void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
@@ -51,15 +52,7 @@ void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView&
   validate::no_alias(so, {va, sa, vb, sb, vo});
   validate::stream_for_device(stream, v_a.device);
   if (v_a.shape[0] == 0) return;  // no rows: nothing to read or write (the views may be null)
-  if (v_a.device == Device::kCPU) {
-    cpu::cpu_merge_state(v_a, s_a, v_b, s_b, v_out, s_out);
-    return;
-  }
-#if FLASHBAND_WITH_CUDA
-  cuda::merge_state(v_a, s_a, v_b, s_b, v_out, s_out, stream);
-#else
-  throw Error(ErrorCode::kNotBuilt, "merge_state: CUDA tensors given but this build has no GPU backends");
-#endif
+  merger(v_a.device, "merge_state")->merge_state(v_a, s_a, v_b, s_b, v_out, s_out, stream);
 }
 
 void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out, const TensorView& s_out,
@@ -76,15 +69,7 @@ void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_
   validate::no_alias(so, {av, as, vo});
   validate::stream_for_device(stream, v.device);
   if (v.shape[0] == 0) return;  // no rows: nothing to read or write (the views may be null)
-  if (v.device == Device::kCPU) {
-    cpu::cpu_merge_states(v, s, v_out, s_out);
-    return;
-  }
-#if FLASHBAND_WITH_CUDA
-  cuda::merge_states(v, s, v_out, s_out, stream);
-#else
-  throw Error(ErrorCode::kNotBuilt, "merge_states: CUDA tensors given but this build has no GPU backends");
-#endif
+  merger(v.device, "merge_states")->merge_states(v, s, v_out, s_out, stream);
 }
 
 }  // namespace flashband

@@ -48,12 +48,20 @@ struct BackendOps {
   // The version of the library the backend calls at run time, as that library numbers it
   // (cudnn: cudnnGetVersion()); null for backends that call none.
   int (*runtime_version)() = nullptr;
+  // The public merge_state / merge_states on validated views of this backend's device (cpu:
+  // host memory, GPU backends: CUDA memory); null where another backend of that device has them.
+  void (*merge_state)(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
+                      const TensorView& v_out, const TensorView& s_out, void* stream) = nullptr;
+  void (*merge_states)(const TensorView& v, const TensorView& s, const TensorView& v_out, const TensorView& s_out,
+                       void* stream) = nullptr;
 };
 
 // The backends this build has, cpu first.
 const std::vector<const BackendOps*>& built_backend_ops();
 // Null when this build lacks `b` (or for kAuto).
 const BackendOps* backend_ops(Backend b);
+// The built backend that merges states on device `d`; null when none does (no GPU backend).
+const BackendOps* merge_ops(Device d);
 
 }  // namespace dispatch
 }  // namespace flashband

@@ -37,4 +37,10 @@ const BackendOps* backend_ops(Backend b) {
   return nullptr;
 }
 
+const BackendOps* merge_ops(Device d) {
+  for (const BackendOps* ops : built_backend_ops())
+    if (ops->merge_state && ((ops->id == Backend::kCPU) == (d == Device::kCPU))) return ops;
+  return nullptr;
+}
+
 }  // namespace flashband::dispatch

@@ -1,6 +1,7 @@
 // The sm80 backend as dispatch sees it. It launches from params alone (no state signature).
 #include "backends/sm80/sm80_backend.h"
 #include "backends/sm80/workspace.h"
+#include "backends/cuda/merge.h"
 #include "dispatch/backend.h"
 
 namespace flashband::dispatch {
@@ -18,7 +19,9 @@ std::size_t plan_bytes(const WorkspaceSizes& s) {
 
 }  // namespace
 
-extern const BackendOps kSm80BackendOps = {Backend::kSM80, register_sm80_kernels, detail::plan_sm80, nullptr,
-                                           workspace_bytes, plan_bytes};
+extern const BackendOps kSm80BackendOps = {
+    Backend::kSM80, register_sm80_kernels, detail::plan_sm80,
+    nullptr, workspace_bytes, plan_bytes,
+    nullptr, cuda::merge_state, cuda::merge_states};
 
 }  // namespace flashband::dispatch

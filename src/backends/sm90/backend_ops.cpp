@@ -1,6 +1,7 @@
 // The sm90 backend as dispatch sees it; its launch reads the plan's PlanState, so captured
 // plans compare a state signature.
 #include "backends/sm90/sm90_backend.h"
+#include "backends/cuda/merge.h"
 #include "dispatch/backend.h"
 
 namespace flashband::dispatch {
@@ -18,7 +19,9 @@ std::size_t plan_bytes(const WorkspaceSizes& s) {
 
 }  // namespace
 
-extern const BackendOps kSm90BackendOps = {Backend::kSM90, register_sm90_kernels, detail::plan_sm90,
-                                           detail::state_signature_sm90, workspace_bytes, plan_bytes};
+extern const BackendOps kSm90BackendOps = {
+    Backend::kSM90, register_sm90_kernels, detail::plan_sm90,
+    detail::state_signature_sm90, workspace_bytes, plan_bytes,
+    nullptr, cuda::merge_state, cuda::merge_states};
 
 }  // namespace flashband::dispatch
