@@ -56,9 +56,3 @@ def packed_mask(custom_mask: Any, packed_custom_mask: Any, qo_lens: np.ndarray,
             "custom_mask: differs from packed_custom_mask (FlashInfer would use packed_custom_mask and ignore "
             "custom_mask; flashband ignores no argument: give one of them)")
     return packed_custom_mask, byte_indptr
-
-
-def paged_kv_lens(indptr: np.ndarray, last_page_len: np.ndarray, page_size: int) -> np.ndarray:
-    """kv_len of each request of a paged plan (SPEC.md "Problems"); 0 without pages."""
-    pages = np.diff(indptr.astype(np.int64))
-    return np.where(pages > 0, (pages - 1) * page_size + last_page_len[:len(pages)].astype(np.int64), 0)

@@ -9,6 +9,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _C
 from . import _args
 from . import _frameworks as fw
+from ._paged import paged_kv_lens
 from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
@@ -89,9 +90,9 @@ def _check_causal_cascade(qo: Any, indptr: Any, last: Any, page_size: int) -> No
     keys) is the last level's causal mask with every prefix key visible exactly when no
     query row precedes the prefix's end: qo_len <= own keys + 1. FlashInfer's cascade shows
     the prefix to every row regardless; a plan where that differs is refused."""
+    owns = paged_kv_lens(indptr, last, page_size)
     for b in range(len(qo) - 1):
-        pages = int(indptr[b + 1]) - int(indptr[b])
-        own = (pages - 1) * page_size + int(last[b]) if pages > 0 else 0
+        own = int(owns[b])
         rows = int(qo[b + 1]) - int(qo[b])
         if rows > own + 1:
             raise UnsupportedError(

@@ -46,6 +46,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import _args
+from ._paged import paged_kv_lens
 from .capability import batch_workspace_bytes
 from .cascade import merge_states
 from .decode import BatchDecodeWithPagedKVCacheWrapper
@@ -140,9 +141,10 @@ class _ShardAttention:
         window = _args.integer(window_left, "window_left", lo=-1)
         decode = bool(np.all(np.diff(qo_indptr) == 1))
         groups: Dict[Tuple[bool, int], _Group] = {}
+        kv_lens = paged_kv_lens(host_indptr, last, page_size)
         for b in range(batch):
             pages = host_indices[host_indptr[b]:host_indptr[b + 1]]
-            n = 0 if len(pages) == 0 else (len(pages) - 1) * page_size + int(last[b])
+            n = int(kv_lens[b])
             m = int(qo_indptr[b + 1] - qo_indptr[b])
             if offsets[b] < 0 or offsets[b] + n > totals[b]:
                 raise InvalidArgumentError(

@@ -17,7 +17,8 @@ from . import _C
 from . import _args
 from . import _frameworks as fw
 from ._common import kv_scales, make_options, outputs, record, refuse_unsupported
-from ._custom_mask import packed_mask, paged_kv_lens
+from ._custom_mask import packed_mask
+from ._paged import paged_kv_lens
 from ._wrapper import BatchWrapperBase, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 
