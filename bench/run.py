@@ -285,14 +285,16 @@ def dry_run(args) -> int:
             continue
         x = impls.Inputs(case, device="cpu")
         try:
-            fn, output, _ = cpu.prepare(x)
+            fn, output, info = cpu.prepare(x)
             fn()
             err = impls.spot_check(x, output())
+            recorded = info()
         except Exception as e:
             failed += 1
             print(f"FAIL {case.name}: {_err(e)}", flush=True)
             continue
-        line = f"max err {err:.3g}"
+        line = f"max err {err:.3g}" + "".join(f", {k} {recorded[k]}" for k in ("workspace_bytes", "workspace_error")
+                                              if k in recorded)
         good = err <= report.MISMATCH
         plain = matrix_mod.without_features(case)
         if plain != case:
