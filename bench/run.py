@@ -109,6 +109,9 @@ class Progress:
             value = (f"{result['tbps']:6.2f} TB/s" if "tbps" in result
                      else f"{result['tflops']:6.0f} TFLOP/s")
             value += f"  {result['ms']:8.3f} ms  err {result.get('max_abs_err', float('nan')):.3g}"
+            if "workspace_bytes" in result:  # the fp8kv decode rows (issue 65)
+                value += (f"  workspace {' + '.join(map(str, result['workspace_bytes']))} B, "
+                          f"{result.get('num_kv_splits', '?')} splits")
         elif "error" in result:
             value = "ERROR " + result["error"][:100]
         else:

@@ -241,3 +241,15 @@ def test_dry_run_on_the_cpu_backend():
     # each row with a feature showed that its reference sees the feature
     assert sum("against the reference without its features" in line for line in lines) == 6
     assert done.stdout.rstrip().endswith("dry run, 0 failed")
+
+
+def test_progress_prints_the_fp8_decode_workspace(capsys):
+    run = _bench("run")
+    progress = run.Progress(2)
+    timed = {"ms": 0.5, "tbps": 2.1, "max_abs_err": 0.001}
+    progress.line("fp8kv decode B=16 kv=32768 e4m3", "flashband-sm80",
+                  dict(timed, workspace_bytes=[1 << 27, 40960], num_kv_splits=8))
+    progress.line("decode B=16 kv=32768", "flashband-sm80", timed)
+    fp8, plain = capsys.readouterr().out.splitlines()
+    assert fp8.endswith("workspace 134217728 + 40960 B, 8 splits")
+    assert plain.endswith("err 0.001")  # the other rows print as before
