@@ -137,10 +137,10 @@ def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1)
         s = s.masked_fill(~vis[None], -math.inf)
         if inputs.sinks is not None:  # one more logit per head, with no value
             sink = inputs.sinks.float()[:, None, None].expand(-1, len(qrows), 1)
-            p_ = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
+            probs = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
         else:
-            p_ = torch.softmax(s, dim=-1)
-        ref = torch.einsum("hrj,jhd->rhd", p_.nan_to_num(0.0), v)
+            probs = torch.softmax(s, dim=-1)
+        ref = torch.einsum("hrj,jhd->rhd", probs.nan_to_num(0.0), v)
         got = out[b * c.qo_len + i].float()
         worst = max(worst, (got - ref).abs().max().item())
     return worst
