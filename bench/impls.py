@@ -3,7 +3,9 @@ and the peers in the same process -- torch SDPA with cuDNN or FlashAttention-2, 
 FlexAttention compiled with a block mask. Each prepares a zero-argument callable (timed) and
 returns its output in flashband's layout [B * qo_len, Hq, D] for the spot check.
 
-All tensors are bf16, NHD; the peers read the same memory through [B, H, S, D] views.
+All tensors are bf16, NHD, but an fp8 case's K/V cache (issue 65); the peers read the same
+memory through [B, H, S, D] views. The device is CUDA; run.py's --dry-run passes "cpu" to
+run flashband's cpu backend on shrunk cases.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import flashband
-from cases import Case
+from cases import Case, tree_lineage
 
 DTYPE = torch.bfloat16
 WORKSPACE_MIN = 128 << 20  # like FlashInfer's usual float workspace
@@ -26,33 +28,40 @@ class Inputs:
     """Random inputs of one case (never zeros), contiguous-ragged and/or paged.
 
     Paged prefill pages are a random permutation of the pool (realistic scatter); decode pages
-    are in request order so that the peers can read the same cache as a contiguous view."""
+    are in request order so that the peers can read the same cache as a contiguous view.
+    An fp8 cache holds random normal values rounded to fp8 (the scales apply on top)."""
 
-    def __init__(self, case: Case, seed: int = 0):
-        g = torch.Generator(device="cuda").manual_seed(seed)
+    def __init__(self, case: Case, seed: int = 0, device: str = "cuda"):
+        g = torch.Generator(device=device).manual_seed(seed)
         b, qo, kv, hq, hk, d = (case.batch, case.qo_len, case.kv_len, case.num_qo_heads,
                                 case.num_kv_heads, case.head_dim)
-        randn = lambda *shape: torch.randn(*shape, generator=g, device="cuda", dtype=DTYPE)
-        self.case = case
+        randn = lambda *shape: torch.randn(*shape, generator=g, device=device, dtype=DTYPE)
+        kv_dtype = getattr(torch, case.kv_dtype) if case.kv_dtype else DTYPE
+        randkv = lambda *shape: randn(*shape).to(kv_dtype)
+        self.case, self.device = case, device
         self.q = randn(b * qo, hq, d)
         self.qo_indptr = torch.arange(b + 1, dtype=torch.int32) * qo
         self.kv_indptr = torch.arange(b + 1, dtype=torch.int32) * kv
+        # Sinks near log(kv_len) carry a share of the softmax that the spot check sees.
+        self.sinks = (torch.randn(hq, generator=g, device=device) + math.log(kv)) if case.sinks else None
+        # [qo_len, kv_len], the same for every request (the tree of cases.tree_parents)
+        self.mask = _tree_mask(case, device) if case.tree is not None else None
         p = case.page_size
         if not p:
-            self.k, self.v = randn(b * kv, hk, d), randn(b * kv, hk, d)
+            self.k, self.v = randkv(b * kv, hk, d), randkv(b * kv, hk, d)
             self.k_cache = self.v_cache = None
             return
         pages_per_req = kv // p
         num_pages = b * pages_per_req
-        self.k_cache, self.v_cache = randn(num_pages, p, hk, d), randn(num_pages, p, hk, d)
-        if case.section == "decode":
+        self.k_cache, self.v_cache = randkv(num_pages, p, hk, d), randkv(num_pages, p, hk, d)
+        if case.op == "paged_decode":
             self.indices = torch.arange(num_pages, dtype=torch.int32)
         else:
             self.indices = torch.randperm(num_pages, dtype=torch.int32)
         self.page_indptr = torch.arange(b + 1, dtype=torch.int32) * pages_per_req
         self.last_page_len = torch.full((b,), p, dtype=torch.int32)
         self.k = self.v = None
-        self._indices_dev = self.indices.to("cuda", dtype=torch.long)
+        self._indices_dev = self.indices.to(device, dtype=torch.long)
 
     def request_kv(self, b: int) -> Tuple[torch.Tensor, torch.Tensor]:
         """K, V of request b as [kv_len, Hk, D] (a gather for paged inputs)."""
@@ -63,7 +72,10 @@ class Inputs:
         n = c.kv_len // c.page_size
         pages = self._indices_dev[b * n:(b + 1) * n]
         shape = (c.kv_len, c.num_kv_heads, c.head_dim)
-        return self.k_cache[pages].reshape(shape), self.v_cache[pages].reshape(shape)
+        # fp8 pages are gathered as bytes: indexing may lack an fp8 kernel on some devices
+        gather = (lambda t: t.view(torch.uint8)[pages].view(t.dtype)) if self.k_cache.element_size() == 1 \
+            else (lambda t: t[pages])
+        return gather(self.k_cache).reshape(shape), gather(self.v_cache).reshape(shape)
 
     def contiguous_kv_views(self) -> Tuple[torch.Tensor, torch.Tensor]:
         """[B, Hk, kv_len, D] views for the peers (ragged inputs, or decode's ordered pages)."""
@@ -77,9 +89,21 @@ class Inputs:
         return self.q.view(c.batch, c.qo_len, c.num_qo_heads, c.head_dim).transpose(1, 2)
 
 
+def _tree_mask(case: Case, device: str) -> torch.Tensor:
+    """One request's tree-verify mask: the prefix all visible, each draft token itself and
+    its ancestors."""
+    prefix = case.kv_len - case.qo_len
+    mask = torch.zeros(case.qo_len, case.kv_len, dtype=torch.bool)
+    mask[:, :prefix] = True
+    for i in range(case.qo_len):
+        mask[i, [prefix + j for j in tree_lineage(case.tree, i)]] = True
+    return mask.to(device)
+
+
 def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1) -> float:
     """Max |out - reference| over sampled query rows, the reference in float32 with an
-    explicit mask written from SPEC.md (bottom-right causal, window)."""
+    explicit mask written from SPEC.md (bottom-right causal, window on both sides, custom
+    mask), the fp8 cache dequantized with its scales, and the sinks in the denominator."""
     c = inputs.case
     gen = torch.Generator().manual_seed(seed)
     total = c.batch * c.qo_len
@@ -92,22 +116,31 @@ def spot_check(inputs: Inputs, out: torch.Tensor, rows: int = 64, seed: int = 1)
     scale = 1.0 / math.sqrt(c.head_dim)
     for b, qrows in by_request.items():
         k, v = inputs.request_kv(b)
-        k = k.float().repeat_interleave(group, dim=1)     # [kv, Hq, D]
-        v = v.float().repeat_interleave(group, dim=1)
-        i = torch.tensor(qrows, device="cuda")
+        k = (k.float() * c.k_scale).repeat_interleave(group, dim=1)     # [kv, Hq, D]
+        v = (v.float() * c.v_scale).repeat_interleave(group, dim=1)
+        i = torch.tensor(qrows, device=inputs.device)
         q = inputs.q[b * c.qo_len + i].float()              # [r, Hq, D]
         s = torch.einsum("rhd,jhd->hrj", q, k) * scale
         if c.logits_soft_cap > 0:
             s = c.logits_soft_cap * torch.tanh(s / c.logits_soft_cap)
         p = (i + c.kv_len - c.qo_len)[:, None]
-        j = torch.arange(c.kv_len, device="cuda")[None, :]
+        j = torch.arange(c.kv_len, device=inputs.device)[None, :]
         vis = torch.ones_like(j, dtype=torch.bool) & (j >= 0)
         if c.causal:
             vis = vis & (j <= p)
         if c.window_left >= 0:
             vis = vis & (j >= p - c.window_left)
+        if c.window_right >= 0:
+            vis = vis & (j <= p + c.window_right)
+        if inputs.mask is not None:
+            vis = vis & inputs.mask[i]
         s = s.masked_fill(~vis[None], -math.inf)
-        ref = torch.einsum("hrj,jhd->rhd", torch.softmax(s, dim=-1).nan_to_num(0.0), v)
+        if inputs.sinks is not None:  # one more logit per head, with no value
+            sink = inputs.sinks.float()[:, None, None].expand(-1, len(qrows), 1)
+            probs = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
+        else:
+            probs = torch.softmax(s, dim=-1)
+        ref = torch.einsum("hrj,jhd->rhd", probs.nan_to_num(0.0), v)
         got = out[b * c.qo_len + i].float()
         worst = max(worst, (got - ref).abs().max().item())
     return worst
@@ -122,43 +155,61 @@ class Flashband:
         self.backend = backend
         self.name = f"flashband-{backend}"
 
-    def skip_reason(self, c: Case) -> Optional[str]:
+    def skip_reason(self, c: Case, device: str = "cuda") -> Optional[str]:
         window = c.window_left if c.window_left < c.kv_len - 1 else -1
-        answer = flashband.supports(c.op, backend=self.backend, dtype="bfloat16", device="cuda",
+        answer = flashband.supports(c.op, backend=self.backend, dtype="bfloat16", device=device,
                                     head_dim=c.head_dim, num_qo_heads=c.num_qo_heads,
                                     num_kv_heads=c.num_kv_heads, causal=c.causal,
                                     window_left=window, page_size=c.page_size,
-                                    logits_soft_cap=c.logits_soft_cap or None)
+                                    logits_soft_cap=c.logits_soft_cap or None,
+                                    **c.feature_args)
         return None if answer else answer.reason
 
     def prepare(self, x: Inputs):
         c = x.case
         need = flashband.batch_workspace_bytes(c.batch, c.batch * c.qo_len, c.num_qo_heads,
-                                               c.head_dim, "cuda")
-        ws = torch.empty(max(need, WORKSPACE_MIN), dtype=torch.uint8, device="cuda")
+                                               c.head_dim, x.device)
+        ws = torch.empty(max(need, WORKSPACE_MIN), dtype=torch.uint8, device=x.device)
         out = torch.empty_like(x.q)
         common = dict(q_data_type=DTYPE, logits_soft_cap=c.logits_soft_cap or None)
-        if c.section == "decode":
+        if c.kv_dtype:
+            common["kv_data_type"] = getattr(torch, c.kv_dtype)
+        run_args = {}
+        if c.kv_dtype:
+            run_args.update(k_scale=c.k_scale, v_scale=c.v_scale)
+        if c.sinks:
+            run_args["sinks"] = x.sinks
+        if c.op == "paged_decode":
             w = flashband.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", self.use_cuda_graph,
                                                              backend=self.backend)
-            w.plan(x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads, c.num_kv_heads,
-                   c.head_dim, c.page_size, **common)
-            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out)
+            decode_args = (x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads,
+                           c.num_kv_heads, c.head_dim, c.page_size)
+            w.plan(*decode_args, **common)
+            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out, **run_args)
         elif c.page_size:
             w = flashband.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", backend=self.backend)
+            mask = {} if x.mask is None else {"custom_mask": x.mask.expand(c.batch, -1, -1).reshape(-1)}
             w.plan(x.qo_indptr, x.page_indptr, x.indices, x.last_page_len, c.num_qo_heads,
                    c.num_kv_heads, c.head_dim, c.page_size, causal=c.causal,
-                   window_left=c.window_left, **common)
-            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out)
+                   window_left=c.window_left, window_right=c.window_right, **mask, **common)
+            fn = lambda: w.run(x.q, (x.k_cache, x.v_cache), out=out, **run_args)
         else:
             w = flashband.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", backend=self.backend)
             w.plan(x.qo_indptr, x.kv_indptr, c.num_qo_heads, c.num_kv_heads, c.head_dim,
-                   causal=c.causal, window_left=c.window_left, **common)
-            fn = lambda: w.run(x.q, x.k, x.v, out=out)
+                   causal=c.causal, window_left=c.window_left, window_right=c.window_right, **common)
+            fn = lambda: w.run(x.q, x.k, x.v, out=out, **run_args)
 
         def info():
             i = w.last_run_info
-            return {"variant": i.variant, "num_kv_splits": i.num_kv_splits} if i else {}
+            r = {"variant": i.variant, "num_kv_splits": i.num_kv_splits} if i else {}
+            if c.section == "fp8kv" and c.op == "paged_decode" and not self.use_cuda_graph:
+                # issue 65: an fp8 plan must not need more workspace than bf16's (a failure
+                # here is recorded beside the timing, not in its place)
+                try:
+                    r["workspace_bytes"] = list(w.workspace_size(*decode_args, **common))
+                except Exception as e:
+                    r["workspace_error"] = f"{type(e).__name__}: {e}"[:200]
+            return r
 
         return fn, (lambda: out), info
 
@@ -174,7 +225,7 @@ class FlashbandGraph(Flashband):
         self.name = f"flashband-{backend} (graph)"
 
     def skip_reason(self, c: Case) -> Optional[str]:
-        return "graph rows: decode only" if c.section != "decode" else super().skip_reason(c)
+        return "graph rows: decode only" if c.op != "paged_decode" else super().skip_reason(c)
 
     def prepare(self, x: Inputs):
         stream = torch.cuda.Stream()
@@ -197,11 +248,15 @@ class Sdpa:
         self.backend_attr = backend_attr
 
     def skip_reason(self, c: Case) -> Optional[str]:
+        if c.section in ("sinks", "mask"):
+            return f"the {c.section} section compares flashband with itself"
+        if c.kv_dtype:
+            return "SDPA reads 16-bit K/V: its row is the bf16 one of this shape"
         if c.logits_soft_cap > 0:
             return "SDPA has no soft cap"
         if c.window_left >= 0:
             return "SDPA has no sliding window (only a dense mask)"
-        if c.page_size and c.section != "decode":
+        if c.page_size and c.op != "paged_decode":
             return "paged section compares flashband with itself"
         return None
 
@@ -250,11 +305,14 @@ def _flex():
     return _FLEX
 
 
-def _mask_mod(offset: int, causal: bool, window: int):
+def _mask_mod(offset: int, causal: bool, window: int, window_right: int = -1):
     """SPEC.md's visibility with bottom-right alignment p = q_idx + offset. The numbers are
     captured as tensors so that a new window or offset is an input, not a recompile."""
     off = torch.tensor(offset, device="cuda")
     win = torch.tensor(window, device="cuda")
+    if window_right >= 0:  # non-causal (causal is window_right 0), both sides bounded
+        right = torch.tensor(window_right, device="cuda")
+        return lambda b, h, q, kv: (kv >= q + off - win) & (kv <= q + off + right)
     if causal and window >= 0:
         return lambda b, h, q, kv: (kv <= q + off) & (kv >= q + off - win)
     if causal:
@@ -266,8 +324,8 @@ class Flex:
     name = "flex"
 
     def skip_reason(self, c: Case) -> Optional[str]:
-        if c.section not in ("window", "chunk"):
-            return "FlexAttention is the peer of the window and chunk sections only"
+        if c.section not in ("window", "chunk", "window_right"):
+            return "FlexAttention is the peer of the window, chunk and window_right sections only"
         if c.logits_soft_cap > 0:
             return "the Flex peer here has no soft cap"
         return None
@@ -282,7 +340,8 @@ class Flex:
         k, v = (t.contiguous() for t in x.contiguous_kv_views())
         block_mask = None
         if c.causal or c.window_left >= 0:
-            block_mask = create_block_mask(_mask_mod(c.kv_len - c.qo_len, c.causal, c.window_left),
+            block_mask = create_block_mask(_mask_mod(c.kv_len - c.qo_len, c.causal, c.window_left,
+                                                     c.window_right),
                                            None, None, c.qo_len, c.kv_len, device="cuda")
         gqa = c.num_qo_heads != c.num_kv_heads
         held = []

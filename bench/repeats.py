@@ -25,7 +25,10 @@ def repeated_problems(results: dict) -> List[List[dict]]:
     for c in results["cases"]:
         params = c.get("params")
         if params:
-            key = tuple(sorted((k, v) for k, v in params.items() if k not in ("section", "name")))
+            problem = {k: v for k, v in params.items() if k not in ("section", "name")}
+            if params.get("section") == "decode":
+                problem["decode"] = True  # by its section there (cases.Case.op), by the flag elsewhere
+            key = tuple(sorted(problem.items()))
             groups.setdefault(key, []).append(c)
     return [g for g in groups.values() if len(g) > 1]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import pathlib
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gpu_clock
 from repeats import SPREAD_FLAG, repeated_problems, spread
@@ -32,7 +32,8 @@ def ok(r: Optional[dict]) -> bool:
 
 
 def metric(case: dict) -> str:
-    return "tbps" if case["section"] == "decode" else "tflops"
+    decode = case["section"] == "decode" or case.get("params", {}).get("decode")
+    return "tbps" if decode else "tflops"
 
 
 def best(case: dict, flashband: bool) -> Tuple[Optional[str], Optional[float]]:
@@ -58,10 +59,15 @@ class Footnotes:
         return self.items.index(text) + 1
 
 
-def cell(r: Optional[dict], key: str, notes: Footnotes, impl: str, case: str) -> str:
+def cell(r: Optional[dict], key: str, notes: Footnotes, impl: str, case: str,
+         refusals: bool = False) -> str:
+    """refusals: a flashband backend's skip shows its reason as a footnote (the sections of
+    issues 65 and 66, where a refusal is the finding), not a bare dash."""
     if not r:
         return ""
     if "skipped" in r:
+        if refusals and _refusable(impl):
+            return "refused[^%d]" % notes.add(f"{impl} refuses: {r['skipped']}")
         return "—"
     if "error" in r:
         return "err[^%d]" % notes.add(f"{impl}, {case}: {r['error']}")
@@ -83,6 +89,12 @@ def ratio_cell(case: dict) -> str:
     if fb is None or peer is None:
         return ""
     return f"**{fb / peer:.2f}** ({short(fb_name)} / {peer_name})"
+
+
+def _refusable(name: str) -> bool:
+    """A flashband backend whose skip is a refusal worth its reason (graph rows skip what
+    is not decode)."""
+    return name.startswith("flashband") and not name.endswith("(graph)")
 
 
 def short(name: Optional[str]) -> str:
@@ -110,22 +122,29 @@ def _impl_columns(results: dict, section: str) -> List[str]:
 
 
 def _section_table(results: dict, section: str, keys: Sequence[str], notes: Footnotes,
-                   extra: Optional[Tuple[str, callable]] = None) -> List[str]:
-    cases = [c for c in results["cases"] if c["section"] == section]
+                   extra=None, where: Callable[[dict], bool] = lambda c: True,
+                   refusals: bool = False) -> List[str]:
+    """extra: a (header, f(case) -> text) column after the ratio, or a list of them; where:
+    which of the section's cases make the rows; refusals: as cell()'s."""
+    extras = [extra] if isinstance(extra, tuple) else list(extra or [])
+    cases = [c for c in results["cases"] if c["section"] == section and where(c)]
     if not cases:
         return ["(not run)"]
-    impls = _impl_columns(results, section)
+
+    def shown(n: str) -> bool:  # ran or failed on a row (or refused it, with refusals)
+        return any(r and ("skipped" not in r or (refusals and _refusable(n)))
+                   for r in (c["results"].get(n) for c in cases))
+
+    impls = [n for n in impl_names(results) if shown(n)]
     header = list(keys) + ["auto"] + [short(n) for n in impls] + ["best flashband / best peer"]
-    if extra:
-        header.append(extra[0])
+    header += [e[0] for e in extras]
     rows = []
     for c in cases:
         row = [_fmt_param(k, c["plot"].get(k)) for k in keys]
         row.append(short(c.get("auto_backend", ""))[:12])
-        row += [cell(c["results"].get(n), metric(c), notes, n, c["name"]) for n in impls]
+        row += [cell(c["results"].get(n), metric(c), notes, n, c["name"], refusals) for n in impls]
         row.append(ratio_cell(c))
-        if extra:
-            row.append(extra[1](c))
+        row += [e[1](c) for e in extras]
         rows.append(row)
     return table(header, rows)
 
@@ -250,6 +269,12 @@ def _repeats_table(results: dict) -> List[str]:
     return table(header, rows)
 
 
+def _feature_sections(results: dict, notes: Footnotes) -> List[Tuple[str, str, List[str]]]:
+    import report_features  # imports this module: loaded on first use
+
+    return report_features.sections(results, notes)
+
+
 def _targets(results: dict) -> List[str]:
     import targets  # imports this module: loaded on first use
 
@@ -328,6 +353,7 @@ def markdown(results: dict, plots: List[str], plot_note: str = "") -> str:
          + _repeats_note(results),
          _repeats_table(results)),
     ]
+    sections += _feature_sections(results, notes)
     for title, text, body in sections:
         out += [f"## {title}", "", text, ""] + body + [""]
     if plots or plot_note:
@@ -530,20 +556,26 @@ def fake_results(quick: bool = False, seed: int = 0) -> dict:
                  "flops": c.flops, "bytes": c.bytes, "auto_backend": "sm90", "results": {}}
         for n in impls:
             roll = rnd.random()
-            if n == "flex" and c.section not in ("window", "chunk"):
+            if n == "flex" and c.section not in ("window", "chunk", "window_right"):
                 entry["results"][n] = {"skipped": "not a peer here"}
-            elif n.startswith("sdpa") and (c.window_left >= 0 or (c.page_size and c.section != "decode")):
+            elif n.startswith("sdpa") and (c.window_left >= 0 or (c.page_size and not c.memory_bound)
+                                           or c.kv_dtype or c.section in ("sinks", "mask")):
                 entry["results"][n] = {"skipped": "no window"}
+            elif n in ("flashband-sm90", "flashband-cudnn") and (c.kv_dtype or c.tree) or \
+                    n == "flashband-sm80" and c.tree:
+                entry["results"][n] = {"skipped": f"{n}: synthetic refusal"}
             elif roll < 0.05:
                 entry["results"][n] = {"error": "RuntimeError: synthetic failure"}
             else:
-                scale = 4.0 if c.section == "decode" else 600.0
+                scale = 4.0 if c.memory_bound else 600.0
                 value = scale * (0.3 + 0.7 * rnd.random())
-                ms = (c.bytes / value / 1e9) if c.section == "decode" else c.flops / value / 1e9
+                ms = (c.bytes / value / 1e9) if c.memory_bound else c.flops / value / 1e9
                 r = {"ms": ms, "tflops": c.flops / ms / 1e9,
                      "max_abs_err": 0.2 if roll > 0.97 else 0.01}
-                if c.section == "decode":
+                if c.memory_bound:
                     r["tbps"] = c.bytes / ms / 1e9
+                if c.section == "fp8kv" and c.memory_bound:
+                    r.update(workspace_bytes=[128 << 20, 40 << 10], num_kv_splits=8)
                 entry["results"][n] = r
         out["cases"].append(entry)
     return out

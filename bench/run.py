@@ -15,11 +15,14 @@ power during it (gpu_clock.py), so that a slower clock is told from a slower ker
   python bench/run.py --backends sm90,sdpa-cudnn --sections dense
   python bench/run.py --report-only bench/results.json   # re-render, no GPU needed
   python bench/run.py --selftest --out /tmp/x            # render synthetic results, no GPU
+  python bench/run.py --dry-run --sections fp8kv,mask    # the calls on the cpu backend, no GPU
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import datetime
 import json
 import os
@@ -52,7 +55,7 @@ def parse_args(argv=None):
                         "(e.g. 'flashband,sdpa-cudnn', or 'graph'); default: all")
     p.add_argument("--sections", metavar="LIST",
                    help=f"comma-separated subset of {','.join(matrix_mod.SECTIONS)}")
-    p.add_argument("--time-budget", type=float, default=540.0, metavar="SECONDS",
+    p.add_argument("--time-budget", type=float, metavar="SECONDS",
                    help="stop starting new cases after this long (the report is still written; "
                         "the rest is marked skipped); 0 = no limit (default: 540)")
     p.add_argument("--warmup-ms", type=float, help="do_bench warm-up (default 25, quick 10)")
@@ -61,7 +64,23 @@ def parse_args(argv=None):
                    help="render the page and plots from an existing results.json; no GPU")
     p.add_argument("--selftest", action="store_true",
                    help="render synthetic results (checks the report code without a GPU)")
-    return p.parse_args(argv)
+    p.add_argument("--dry-run", action="store_true",
+                   help="no GPU: every case of the chosen sections (--quick: of the quick subset) "
+                        "shrunk to a tiny shape (cases.shrunk) and run once through flashband's cpu "
+                        "backend with the benchmark's own calls, its output spot-checked against "
+                        "the reference, and that reference shown to differ from the one without the "
+                        "case's fp8 scales, sinks, window_right or tree mask; exits 1 on a failure")
+    args = p.parse_args(argv)
+    if args.dry_run:
+        given = [f for f, v in (("--out", args.out), ("--backends", args.backends),
+                                ("--time-budget", args.time_budget), ("--warmup-ms", args.warmup_ms),
+                                ("--rep-ms", args.rep_ms), ("--report-only", args.report_only),
+                                ("--selftest", args.selftest)) if v]
+        if given:
+            p.error(f"--dry-run times nothing and writes nothing: {', '.join(given)} not taken with it")
+    elif args.time_budget is None:
+        args.time_budget = 540.0
+    return args
 
 
 def output_paths(out):
@@ -90,6 +109,9 @@ class Progress:
             value = (f"{result['tbps']:6.2f} TB/s" if "tbps" in result
                      else f"{result['tflops']:6.0f} TFLOP/s")
             value += f"  {result['ms']:8.3f} ms  err {result.get('max_abs_err', float('nan')):.3g}"
+            if "workspace_bytes" in result:  # the fp8kv decode rows (issue 65)
+                value += (f"  workspace {' + '.join(map(str, result['workspace_bytes']))} B, "
+                          f"{result.get('num_kv_splits', '?')} splits")
         elif "error" in result:
             value = "ERROR " + result["error"][:100]
         else:
@@ -250,6 +272,48 @@ def _remeasurer(todo, chosen, time_ms, torch, impls):
     return remeasure
 
 
+def dry_run(args) -> int:
+    import torch  # noqa: F401  (impls needs it; a clear ImportError here otherwise)
+
+    import impls
+
+    sections = [s.strip() for s in args.sections.split(",")] if args.sections else None
+    cpu = impls.Flashband("cpu")
+    failed = 0
+    for case in map(matrix_mod.shrunk, matrix_mod.matrix(args.quick, sections)):
+        reason = cpu.skip_reason(case, device="cpu")
+        if reason:
+            failed += 1
+            print(f"FAIL {case.name}: the cpu backend refuses it: {reason}", flush=True)
+            continue
+        x = impls.Inputs(case, device="cpu")
+        try:
+            fn, output, info = cpu.prepare(x)
+            fn()
+            err = impls.spot_check(x, output())
+            recorded = info()
+        except Exception as e:
+            failed += 1
+            print(f"FAIL {case.name}: {_err(e)}", flush=True)
+            continue
+        line = f"max err {err:.3g}" + "".join(f", {k} {recorded[k]}" for k in ("workspace_bytes", "workspace_error")
+                                              if k in recorded)
+        good = err <= report.MISMATCH
+        plain = matrix_mod.without_features(case)
+        if plain != case:
+            twin = copy.copy(x)
+            twin.case, twin.sinks, twin.mask = plain, None, None
+            blind = impls.spot_check(twin, output())
+            line += f", {blind:.3g} against the reference without its features"
+            good = good and blind > report.MISMATCH
+        failed += not good
+        shape = dataclasses.astuple(case)[2:8]
+        print(f"{'ok  ' if good else 'FAIL'} {case.name} (shrunk to B, qo, kv, Hq, Hk, D = {shape}): {line}",
+              flush=True)
+    print(f"run.py: dry run, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
 def _err(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0][:400] if text else ''}"
@@ -261,7 +325,8 @@ def _auto(flashband, case) -> str:
                                         head_dim=case.head_dim, num_qo_heads=case.num_qo_heads,
                                         num_kv_heads=case.num_kv_heads, causal=case.causal,
                                         window_left=case.window_left, page_size=case.page_size,
-                                        logits_soft_cap=case.logits_soft_cap or None)
+                                        logits_soft_cap=case.logits_soft_cap or None,
+                                        **case.feature_args)
     except Exception as e:
         return "none (" + _err(e)[:60] + ")"
 
@@ -284,6 +349,8 @@ def main(argv=None) -> int:
         written = report.render(results, md_path, img_dir)
         print("run.py: selftest wrote " + ", ".join(str(p) for p in [json_path] + written))
         return 0
+    if args.dry_run:
+        return dry_run(args)
     if args.report_only:
         results = json.loads(args.report_only.read_text())
         written = report.render(results, md_path, img_dir)

@@ -1,10 +1,14 @@
-"""The issues' performance targets (sm80: issue 3, sm90: issue 4), checked against one
-benchmark run's results, so each run states what it meets instead of a hand-made table.
+"""The issues' performance targets (sm80: issue 3, sm90: issue 4; fp8 KV: issue 65; mask
+variants: issue 66), checked against one benchmark run's results, so each run states what
+it meets instead of a hand-made table.
 
 Each target compares a flashband backend alone (not the best of flashband) with the peer the
 issue names, in the same run: "cuDNN" is the faster of cuDNN through flashband's own graph
 and through torch SDPA, "FA2" is torch SDPA's FlashAttention-2 and "Flex" FlexAttention.
 A target whose rows did not run (a quick run, a failed implementation) reads "not run".
+Issues 65 and 66 compare each flashband backend with itself on the same problem without
+the feature; their rows appear where the run has their sections, one per backend that
+ran there, and a backend that refuses the feature reads "refused" with the reason.
 """
 
 from __future__ import annotations
@@ -50,18 +54,23 @@ def _ratio_row(issue: str, target: str, pairs: List[Tuple[Optional[float], Optio
     return issue, target, _span(ratios), "yes" if all(ok(r) for r in ratios) else "no"
 
 
-def tile_floor(S: int, W: int, causal: bool, tile_m: int = 128, tile_n: int = 128) -> float:
+def tile_floor(S: int, W: int, causal: bool, tile_m: int = 128, tile_n: int = 128,
+               window_right: int = -1) -> float:
     """The band share a kernel that computes whole tile_m x tile_n tiles cannot go below, for
-    one square request of S tokens: (visited / visible pairs) with the window W over the same
-    without it. Each query tile visits every key tile that any of its rows can see."""
-    def visited(w: int) -> int:
+    one square request of S tokens: (visited / visible pairs) with the window W (and
+    window_right, non-causal) over the same without them. Each query tile visits every key
+    tile that any of its rows can see."""
+    def visited(w: int, r: int) -> int:
         tiles = 0
         for m in range(0, S, tile_m):
             first = max(0, m - w) if w >= 0 else 0
             last = min(S, m + tile_m) - 1 if causal else S - 1
+            if r >= 0:
+                last = min(last, min(S, m + tile_m) - 1 + r)
             tiles += last // tile_n - first // tile_n + 1
         return tiles * tile_m * tile_n
-    return (visited(W) / visible_pairs(S, S, causal, W)) / (visited(-1) / visible_pairs(S, S, causal, -1))
+    return ((visited(W, window_right) / visible_pairs(S, S, causal, W, window_right))
+            / (visited(-1, -1) / visible_pairs(S, S, causal, -1)))
 
 
 def _floor_note(results: dict, W: int) -> str:
@@ -142,7 +151,98 @@ def rows(results: dict) -> List[Row]:
     return out
 
 
+def base_of(results: dict, case: dict, **plot) -> Optional[dict]:
+    """The case of case's section whose plot is case's with these values: the same problem
+    without the feature."""
+    return _find(results, case["section"], **dict(case["plot"], **plot))
+
+
+def backends(results: dict, section: str) -> List[str]:
+    """flashband backends (not graph rows) with a trusted reading in the section."""
+    names: List[str] = []
+    for c in results["cases"]:
+        for n, r in c["results"].items():
+            if (c["section"] == section and n.startswith("flashband") and not n.endswith("(graph)")
+                    and trusted(r) and n not in names):
+                names.append(n)
+    return names
+
+
+def _feature_row(issue: str, target: str, cases: List[dict], impl: str,
+                 pair: Callable[[dict], Tuple[Optional[float], Optional[float]]],
+                 ok: Callable[[float], bool]) -> Row:
+    """_ratio_row over pair(case) for the feature's cases; where impl refused every one of
+    them, the reason (the goal is not met)."""
+    row = _ratio_row(issue, target, [pair(c) for c in cases], ok)
+    refused = [c["results"][impl]["skipped"] for c in cases if "skipped" in c["results"].get(impl, {})]
+    if refused and len(refused) == len(cases):
+        return issue, target, "refused: " + refused[0][:120], "no"
+    return row
+
+
+def _workspace_growth(case: dict, base: Optional[dict], impl: str) -> Optional[float]:
+    """The larger of workspace_size()'s bytes (float + int buffers) and the plan's KV splits
+    (its scratch of partial states grows with them), fp8 over bf16."""
+    r, b = case["results"].get(impl), base["results"].get(impl) if base else None
+    if not (trusted(r) and trusted(b) and "workspace_bytes" in r and "workspace_bytes" in b):
+        return None
+    growth = sum(r["workspace_bytes"]) / max(sum(b["workspace_bytes"]), 1)
+    if r.get("num_kv_splits") and b.get("num_kv_splits"):
+        growth = max(growth, r["num_kv_splits"] / b["num_kv_splits"])
+    return growth
+
+
+def feature_rows(results: dict) -> List[Row]:
+    """Issue 65's and 66's goals, for the sections this run has."""
+    out: List[Row] = []
+    by = lambda section, **plot: [c for c in results["cases"] if c["section"] == section
+                                  and all(c["plot"].get(k) == v for k, v in plot.items())]
+    copy = results.get("ceilings", {}).get("copy_tbps")
+    for impl in backends(results, "fp8kv"):
+        n = impl.replace("flashband-", "")
+        dec = by("fp8kv", part="decode", kv_dtype="e4m3")
+        bf16 = lambda c: base_of(results, c, kv_dtype="bf16")
+        out.append(_feature_row("65", f"{n} fp8 decode B >= 16: >= 90% of copy bandwidth",
+                                [c for c in dec if c["plot"]["B"] >= 16], impl,
+                                lambda c: (_value(c, impl, "tbps"), copy), lambda r: r >= 0.9))
+        out.append(_feature_row("65", f"{n} fp8 decode time <= 0.55x bf16", dec, impl,
+                                lambda c: (_value(c, impl, "ms"), _value(bf16(c), impl, "ms")),
+                                lambda r: r <= 0.55))
+        out.append(_feature_row("65", f"{n} fp8 decode workspace and KV splits <= bf16's", dec, impl,
+                                lambda c: (_workspace_growth(c, bf16(c), impl), 1.0), lambda r: r <= 1.0))
+        out.append(_feature_row("65", f"{n} fp8 paged prefill >= 0.95x bf16",
+                                by("fp8kv", part="prefill", kv_dtype="e4m3"), impl,
+                                lambda c: (_value(c, impl), _value(bf16(c), impl)), lambda r: r >= 0.95))
+    for impl in backends(results, "sinks"):
+        out.append(_feature_row("66", f"{impl.replace('flashband-', '')} sinks cost <= 3%",
+                                by("sinks", sinks=True), impl,
+                                lambda c: (_value(c, impl, "ms"), _value(base_of(results, c, sinks=False), impl, "ms")),
+                                lambda r: r <= 1.03))
+    for impl in backends(results, "mask"):
+        # speed of the same problem: causal time over tree time
+        out.append(_feature_row("66", f"{impl.replace('flashband-', '')} tree mask >= 0.9x causal speed",
+                                by("mask", mask="tree"), impl,
+                                lambda c: (_value(base_of(results, c, mask="causal"), impl, "ms"), _value(c, impl, "ms")),
+                                lambda r: r >= 0.9))
+    for impl in backends(results, "window_right"):
+        for W in sorted({c["plot"]["W"] for c in by("window_right") if c["plot"]["W"] >= 0}):
+            rows_w = by("window_right", W=W)
+            floors = [tile_floor(c["plot"]["S"], W, False, window_right=W) for c in rows_w]
+            out.append(_with_note(_feature_row(
+                "66", f"{impl.replace('flashband-', '')} window_right W={W}/{W} time <= 1.1x band share",
+                rows_w, impl, lambda c: band_share_pair(results, c, impl), lambda r: r <= 1.1),
+                f" (whole 128 x 128 tiles: >= {_span(floors)})"))
+    return out
+
+
+def band_share_pair(results: dict, case: dict, impl: str) -> Tuple[Optional[float], Optional[float]]:
+    """(time with the two-sided window, share of visible pairs x the dense time)."""
+    dense = base_of(results, case, W=-1)
+    t, t0 = _value(case, impl, "ms"), _value(dense, impl, "ms")
+    return t, case["flops"] / dense["flops"] * t0 if dense and t0 else None
+
+
 def table(results: dict) -> List[str]:
     lines = ["| issue | target | measured | met |", "|---|---|---|---|"]
-    lines += [f"| {i} | {t} | {m} | {ok} |" for i, t, m, ok in rows(results)]
+    lines += [f"| {i} | {t} | {m} | {ok} |" for i, t, m, ok in rows(results) + feature_rows(results)]
     return lines
