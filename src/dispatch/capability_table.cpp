@@ -163,15 +163,4 @@ const std::vector<CapabilityRow>& capability_table() {
   return table;
 }
 
-const std::vector<Backend>& auto_preference(const ProblemDesc& problem) {
-  static const std::vector<Backend> host = {Backend::kCPU};
-  static const std::vector<Backend> cuda = {Backend::kSM90, Backend::kCUDNN, Backend::kSM80};
-  // Paged decode takes sm80 first, with or without cuda_graph: a new cuDNN graph costs tens
-  // of ms of plan(), and under cuda_graph cuDNN's plans raise at each power of two of the
-  // longest request and refuse padded (empty) requests, which sm80's serve (findings F25).
-  static const std::vector<Backend> decode = {Backend::kSM90, Backend::kSM80, Backend::kCUDNN};
-  if (problem.device == Device::kCPU) return host;
-  return problem.op == Op::kPagedDecode ? decode : cuda;
-}
-
 }  // namespace flashband::dispatch

@@ -82,7 +82,4 @@ Status status_for(const CapabilityRow& row, const ProblemDesc& problem);
 
 const std::vector<CapabilityRow>& capability_table();
 
-// Backends in the order `auto` tries them for a problem (fastest first, counting plan()).
-const std::vector<Backend>& auto_preference(const ProblemDesc& problem);
-
 }  // namespace flashband::dispatch

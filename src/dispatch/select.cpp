@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "dispatch/auto_order.h"
 #include "dispatch/cudnn_known_bad.h"
 #include "core/mask.h"
 
@@ -224,11 +225,11 @@ std::vector<Selection> candidates(const ProblemDesc& p, Backend requested, const
     if (v.ok) return {{requested, v.kernel, status_for(*v.row, p)}};
     return {select(p, requested, m, registry, table)};  // throws, naming the alternatives
   }
-  // auto: validated backends first, in speed order, then declared ones.
+  // auto: validated backends first, in its rule's order (auto_order.cpp), then declared ones.
   std::vector<Selection> out;
   std::string reasons;
   for (Status wanted : {Status::kValidated, Status::kDeclared}) {
-    for (Backend b : auto_preference(p)) {
+    for (Backend b : auto_rule(p, m.arch).order) {
       Verdict v = check_backend(p, b, m, registry, table);
       if (v.ok && status_for(*v.row, p) == wanted) out.push_back({b, v.kernel, wanted});
       if (wanted == Status::kValidated && !v.ok) reasons += "\n  " + v.reason;

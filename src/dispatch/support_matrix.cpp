@@ -4,6 +4,7 @@
 
 #include "dispatch/cudnn_known_bad.h"
 #include "core/mask.h"
+#include "dispatch/auto_order.h"
 #include "dispatch/capability_table.h"
 #include "dispatch/select.h"
 
@@ -147,6 +148,17 @@ std::string support_matrix_markdown() {
     if (bits) declared += std::string(declared.empty() ? " " : "; ") + backend_name(b) + ": " + dispatch::feature_names(bits);
   }
   s << (declared.empty() ? " none" : declared) << ".\n";
+  s << "\n`auto` tries the backends in its first matching rule's order (src/dispatch/auto_order.cpp), "
+       "validated rows before declared ones:\n\n| rule | device | ops | cuda_graph | order | measured |\n"
+       "|---|---|---|---|---|---|\n";
+  for (const auto& r : dispatch::auto_rules()) {
+    std::string order;
+    for (Backend b : r.order) order += (order.empty() ? "" : ", ") + std::string(backend_name(b));
+    s << "| " << r.name << " | " << (r.device == Device::kCPU ? "host" : "CUDA") << " | "
+      << (r.ops == dispatch::OpClass::kDecode ? "decode" : r.ops == dispatch::OpClass::kPrefill ? "prefill" : "all")
+      << " | " << (r.graph == dispatch::GraphMatch::kEager ? "no" : r.graph == dispatch::GraphMatch::kGraph ? "yes" : "either")
+      << " | " << order << " | " << r.why << " |\n";
+  }
   s << "\ncuDNN versions refused at selection: older than "
     << cudnn_backend::kMinCudnnVersion;
   for (const auto& w : cudnn_backend::kKnownBadWindows)

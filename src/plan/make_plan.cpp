@@ -8,6 +8,7 @@
 
 #include "validate/validate.h"
 #include "core/mask.h"
+#include "dispatch/auto_order.h"
 #include "dispatch/backend.h"
 #include "dispatch/select.h"
 #include "plan/graph_window.h"
@@ -127,8 +128,9 @@ void finish_plan(Plan& p, const Workspace& workspace) {
   if (p.opts.backend == Backend::kAuto) {
     p.chosen_by_auto = true;
     std::string order;
-    for (Backend b : dispatch::auto_preference(p.problem)) order += std::string(order.empty() ? "" : ", ") + backend_name(b);
-    p.selection = "auto (preference " + order + ") chose " + backend_name(p.backend) +
+    for (Backend b : p.auto_rule->order) order += std::string(order.empty() ? "" : ", ") + backend_name(b);
+    p.selection = "auto (rule " + std::string(p.auto_rule->name) + ": preference " + order + ") chose " +
+                  backend_name(p.backend) +
                   (passed_over.empty() && refused.empty() ? "" : "; passed over:" + passed_over + refused);
   }
 }
@@ -231,6 +233,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   p.candidates = dispatch::candidates(d, r.opts.backend, machine, dispatch::registry(),
                                      dispatch::capability_table(), &p.selection);
   if (r.opts.backend != Backend::kAuto) p.selection = "requested";
+  else p.auto_rule = &dispatch::auto_rule(d, machine.arch);
   p.backend = p.candidates.front().backend;
   p.kernel = *p.candidates.front().kernel;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/params.h"
+#include "dispatch/auto_order.h"
 #include "dispatch/registry.h"
 #include "dispatch/select.h"
 #include "flashband/config.h"
@@ -48,6 +49,7 @@ struct Plan {
   std::vector<dispatch::Selection> candidates;  // what `auto` may fall back to, in order
   std::string selection;               // RunInfo::selection: why this backend
   bool chosen_by_auto = false;         // auto chose (or, under cuda_graph, kept) the backend
+  const dispatch::AutoRule* auto_rule = nullptr;  // auto's order for this problem (auto_order.h)
   core::AttentionParams params;        // tensors filled in by run()
   std::shared_ptr<void> backend_state; // e.g. a cuDNN graph, owned by the plan
   // RunInfo::variant, built once per plan: the kernel key, plus what the backend's planner

@@ -269,7 +269,7 @@ TEST(CaptureGuard, AutoKeepsItsFirstBackendUnderCudaGraphs) {
     return std::make_pair(first.selection, second.selection);
   };
   const auto graph = plans(true, Backend::kAuto);
-  EXPECT_EQ(graph.first, "auto (preference cpu) chose cpu");
+  EXPECT_EQ(graph.first, "auto (rule host: preference cpu) chose cpu");
   EXPECT_EQ(graph.second, "auto: kept cpu, chosen by this object's first cuda_graph plan: " + graph.first);
   const auto eager = plans(false, Backend::kAuto);
   EXPECT_EQ(eager.first, graph.first);
