@@ -5,8 +5,8 @@
 // Layout: request b's [qo_len, kv_len] bit matrix starts at byte mask_indptr[b], row-major,
 // least significant bit first. Row t's keys [key0, key0 + n) are bits t * kv_len + key0 ..,
 // which start at any bit (kv_len need not be a multiple of 8 or 32), so each lane reads the
-// bytes its 64-bit window covers and shifts; whole 32-bit words would need an aligned start.
-// Bytes are read only where they hold a wanted bit: never past the request's segment.
+// bytes its 64-bit window covers and shifts (core::custom_mask_window; whole 32-bit words
+// would need an aligned start), never a byte past the request's segment.
 //
 // Each lane owns one query token of the warp's rows (GQA packs `group` heads of a token into
 // consecutive rows, and the mask is per token, shared by its heads, as FlashInfer's), so a
@@ -22,21 +22,6 @@
 
 namespace flashband::sm80 {
 
-// Bits [key0, key0 + n) of `token`'s row, bit k of the result for key key0 + k; 0 < n <= 64.
-__device__ __forceinline__ uint64_t load_row_bits(const uint8_t* bits, int token, int kv_len, int key0, int n) {
-  const int64_t first = static_cast<int64_t>(token) * kv_len + key0;
-  const uint8_t* b = bits + (first >> 3);
-  const int shift = static_cast<int>(first & 7);
-  const int nbytes = (shift + n + 7) >> 3;  // <= 9
-  uint64_t lo = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    if (i < nbytes) lo |= static_cast<uint64_t>(__ldg(b + i)) << (8 * i);
-  uint64_t v = lo >> shift;
-  if (nbytes > 8) v |= static_cast<uint64_t>(__ldg(b + 8)) << (64 - shift);  // shift > 0 here
-  return n >= 64 ? v : v & ((uint64_t{1} << n) - 1);
-}
-
 // This lane's token's window of the warp's keys [key0, key0 + kWarpKeys), clipped to kv_len;
 // 0 for a lane without a token (the warp has fewer tokens than lanes) or past kv_len.
 template <int kWarpKeys>
@@ -45,7 +30,7 @@ __device__ __forceinline__ uint64_t lane_mask_window(const uint8_t* bits, int to
   static_assert(kWarpKeys <= 64, "one 64-bit window per lane");
   const int token = token_begin + lane;
   const int n = kv_len - key0 < kWarpKeys ? kv_len - key0 : kWarpKeys;
-  return token < token_end && n > 0 ? load_row_bits(bits, token, kv_len, key0, n) : 0;
+  return token < token_end && n > 0 ? core::custom_mask_window(bits, token, kv_len, key0, n) : 0;
 }
 
 // Folds the bits into the band's class of the warp's block (warp-uniform result): no bit set
