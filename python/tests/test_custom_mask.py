@@ -3,7 +3,7 @@ packed_custom_mask on single_prefill_with_kv_cache and both prefill wrappers' pl
 against the float64 oracle's own mask (the unpacked matrix); packbits / segment_packbits
 against a pure-Python packing; the CUDA-graph mask buffers; bad input by name. Each case
 first shows that its mask changes the reference, so a backend ignoring it fails. GPU envs
-skip (no GPU backend serves masks yet: supports() says so)."""
+run where supports() says yes (sm80 on prefill) and skip elsewhere."""
 
 import numpy as np
 import pytest
@@ -201,9 +201,15 @@ def test_bad_masks_are_named():
 
 def test_supports_names_the_mask():
     assert flashband.supports("ragged_prefill", backend="cpu", device="cpu", custom_mask=True)
-    for backend in ("sm80", "sm90", "cudnn"):
+    for backend in ("sm90", "cudnn"):
         answer = flashband.supports("ragged_prefill", backend=backend, device="cuda", head_dim=128, custom_mask=True)
         assert not answer
+    # sm80 serves masks on prefill: refused here only where it is not built or finds no GPU.
+    for op in ("single_prefill", "ragged_prefill", "paged_prefill"):
+        sm80 = flashband.supports(op, backend="sm80", device="cuda", head_dim=128, page_size=16, custom_mask=True)
+        assert sm80 or "custom_mask" not in sm80.reason, sm80.reason
+    sm80_decode = flashband.supports("paged_decode", backend="sm80", device="cuda", page_size=16, custom_mask=True)
+    assert not sm80_decode
     decode = flashband.supports("paged_decode", backend="cpu", device="cpu", page_size=16, custom_mask=True)
     assert not decode and "custom_mask" in decode.reason
     causal = flashband.supports("ragged_prefill", backend="cpu", device="cpu", causal=True, custom_mask=True)

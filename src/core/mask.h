@@ -42,6 +42,30 @@ FB_HD bool custom_mask_bit(const unsigned char* bits, int row, int kv_len, int k
   return (bits[k >> 3] >> (k & 7)) & 1;
 }
 
+// Bits (row, key0) .. (row, key0 + n - 1) of the same matrix as one word, bit k for key
+// key0 + k; 0 < n <= 64. A row starts at bit row * kv_len, any bit of a byte, so this reads
+// the (at most 9) bytes holding the wanted bits, no byte past them, and shifts. The GPU
+// kernels classify a warp's tile from such windows (backends/sm80/custom_mask.h).
+FB_HD unsigned long long mask_byte(const unsigned char* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);  // read-only for the kernel's life
+#else
+  return *p;
+#endif
+}
+FB_HD unsigned long long custom_mask_window(const unsigned char* bits, int row, int kv_len, int key0, int n) {
+  const long long first = static_cast<long long>(row) * kv_len + key0;
+  const unsigned char* b = bits + (first >> 3);
+  const int shift = static_cast<int>(first & 7);
+  const int nbytes = (shift + n + 7) >> 3;
+  unsigned long long lo = 0;
+  for (int i = 0; i < 8; ++i)
+    if (i < nbytes) lo |= mask_byte(b + i) << (8 * i);
+  unsigned long long v = lo >> shift;
+  if (nbytes > 8) v |= mask_byte(b + 8) << (64 - shift);  // 9 bytes only when shift > 0
+  return n >= 64 ? v : v & ((1ull << n) - 1);
+}
+
 // A window that reaches key 0 from every row of every request changes nothing. `max_kv_len`
 // must be the longest kv_len over all requests that share the kernel launch.
 FB_HD constexpr int normalize_window(int window_left, int max_kv_len) {

@@ -20,6 +20,7 @@ unsigned features_of(const ProblemDesc& p) {
   if (p.window_right >= 1) f |= kFeatureWindowRight;
   if (p.sinks) f |= kFeatureSinks;
   if (p.kv_dtype && (*p.kv_dtype == DType::kE4M3 || *p.kv_dtype == DType::kE5M2)) f |= kFeatureFp8KV;
+  if (p.custom_mask) f |= kFeatureCustomMask;
   return f;
 }
 
@@ -31,6 +32,7 @@ std::string feature_names(unsigned features) {
   add(kFeatureWindowRight, "window_right");
   add(kFeatureSinks, "sinks");
   add(kFeatureFp8KV, "fp8 KV");
+  add(kFeatureCustomMask, "custom_mask");
   return s;
 }
 
@@ -51,13 +53,12 @@ Limits cpu_limits() {
   return l;
 }
 
-// The GPU backends' custom-mask kernels are the second half of issue 66.
-constexpr const char* kNoMaskKernels = ": kernels not written yet, issue 66; cpu does";
+// sm90's and cudnn's custom-mask kernels are not written (issue 66); sm80's are
+// (kernels/prefill_mask_*.cu).
+constexpr const char* kNoMaskKernels = ": kernels not written yet, issue 66; sm80 and cpu do";
 
 Limits sm80_limits() {
   Limits l;
-  l.custom_mask = false;
-  l.note_custom_mask = kNoMaskKernels;
   l.dtypes = {DType::kF16, DType::kBF16};
   l.kv_dtypes = {DType::kE4M3, DType::kE5M2};  // kernels/fp8kv_*.cu (not yet run on a GPU: F45)
   l.head_dims = {64, 128, 256};
@@ -81,6 +82,8 @@ Limits sm80_limits_99kb(Op op) {
 Limits sm90_limits() {
   Limits l = sm80_limits();
   l.device_page_indices = false;  // its planner reads the page indices to build TMA work
+  l.custom_mask = false;
+  l.note_custom_mask = kNoMaskKernels;
   l.kv_dtypes.clear();
   l.kv_dtypes_note = "its fp8 K/V conversion on the way to wgmma is not built yet (issue 65)";
   return l;
@@ -147,10 +150,11 @@ std::vector<CapabilityRow> build_table() {
   }
   // Served and compiled, but their GPU grids have not run (findings F45): clear a bit
   // together with the run that validates it (tests/gpu/attention_grid_test.cpp Band,
-  // tests/gpu/sinks_test.cpp, tests/gpu/sm80_fp8_kv_test.cpp, fp8_kv_grid_test.cpp).
+  // tests/gpu/sinks_test.cpp, tests/gpu/sm80_fp8_kv_test.cpp, fp8_kv_grid_test.cpp,
+  // tests/gpu/custom_mask_test.cpp).
   for (CapabilityRow& r : rows) {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
-    if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV;
+    if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV | kFeatureCustomMask;
     if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight;
   }
   return rows;

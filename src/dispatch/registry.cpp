@@ -41,6 +41,11 @@ void check_kernel_fits(const KernelEntry& e, const core::AttentionParams& params
       !e.key.needs_mask)
     throw Error(ErrorCode::kInternal, "dispatch chose unmasked kernel " + e.key.to_string() +
                                           " for a problem with causal, window_left, window_right or a custom mask");
+  // The same bug class for custom masks: a kernel that does not read the bits must never
+  // get them (a band-masking kernel would silently compute the unmasked result).
+  if (params.custom_mask && !e.key.custom_mask)
+    throw Error(ErrorCode::kInternal, "dispatch chose kernel " + e.key.to_string() +
+                                          ", which does not read custom-mask bits, for a problem with a custom mask");
   if ((params.logits_soft_cap > 0.0f) != e.key.soft_cap)
     throw Error(ErrorCode::kInternal, "dispatch chose kernel " + e.key.to_string() +
                                           " whose soft-cap axis does not match logits_soft_cap");

@@ -31,7 +31,8 @@ class Registry {
 };
 
 // Throws Error(kInternal) unless `entry` may run `params`: a kernel without masking never
-// receives needs_mask, and dtype, head_dim and the soft-cap axis match.
+// receives needs_mask, one that reads no custom-mask bits never receives them, and dtype,
+// head_dim and the soft-cap axis match.
 void check_kernel_fits(const KernelEntry& entry, const core::AttentionParams& params);
 
 // The process-wide registry, filled on first use by every backend compiled in.

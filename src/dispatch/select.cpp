@@ -21,6 +21,7 @@ VariantKey variant_for(const ProblemDesc& p, Backend backend) {
   k.kv_dtype = p.kv_dtype.value_or(p.dtype);
   k.head_dim = p.head_dim;
   k.needs_mask = core::needs_mask(p.causal, p.window_left, p.window_right) || p.custom_mask;
+  k.custom_mask = p.custom_mask;
   k.soft_cap = p.soft_cap;
   return k;
 }

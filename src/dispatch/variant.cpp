@@ -11,6 +11,7 @@ std::string VariantKey::to_string() const {
   if (kv_dtype == DType::kE5M2) s += "+kv_e5m2";
   s += head_dim == 0 ? "/d*" : "/d" + std::to_string(head_dim);
   s += needs_mask ? "/mask" : "/nomask";
+  if (custom_mask) s += "+custom";
   s += soft_cap ? "/softcap" : "/nocap";
   return s;
 }

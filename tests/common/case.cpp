@@ -71,7 +71,7 @@ std::string Case::name() const {
   if (logits_soft_cap > 0.0f) s << "_cap" << number_token(logits_soft_cap);
   if (sm_scale) s << "_scale" << number_token(*sm_scale);
   if (!sinks.empty()) s << "_sinks" << number_token(*std::max_element(sinks.begin(), sinks.end()));
-  if (mask_density) s << "_mask" << number_token(static_cast<float>(*mask_density));
+  if (mask_density) s << "_mask" << (mask_tree ? std::string("tree") : number_token(static_cast<float>(*mask_density)));
   if (!return_lse) s << "_nolse";
   if (out_token_pad) s << "_opad" << out_token_pad;
   if (far_kv) s << "_far";

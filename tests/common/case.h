@@ -40,6 +40,11 @@ struct Case {
   // matrix from the seed with this share of allowed keys (row 0 of a request with 3 rows or
   // more hides every key, so the empty-row rule is met), packed as segment_packbits does.
   std::optional<double> mask_density;
+  // With mask_density set: a tree-verify mask instead of a random one (speculative decoding's
+  // verify step). Keys before the last qo_len are a prefix every row sees; row i then sees
+  // draft token d (key kv_len - qo_len + d) iff d is i or an ancestor of i in a random tree
+  // (parent of i drawn from [-1, i)). Needs qo_len <= kv_len.
+  bool mask_tree = false;
   bool return_lse = true;
   KVLayout layout = KVLayout::kNHD;
   int page_size = 16;        // paged and decode

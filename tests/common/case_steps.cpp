@@ -31,6 +31,9 @@ void validate_case(const Case& c) {
     bad("page_size must be >= 1");
   if (c.far_kv && (c.entry == EntryPoint::kSingle || c.device != Device::kCUDA))
     bad("far_kv: ragged, paged or decode on the GPU only");
+  if (c.mask_tree && !c.mask_density) bad("mask_tree: set mask_density too (it marks a masked case)");
+  for (std::size_t b = 0; c.mask_tree && b < c.kv_lens.size(); ++b)
+    if (c.qo_lens[b] > c.kv_lens[b]) bad("mask_tree: qo_len must not exceed kv_len (the drafts are the last keys)");
   if (c.far_kv && c.entry == EntryPoint::kRagged &&
       (c.layout == KVLayout::kNHD ? c.kv_lens.empty() || *std::max_element(c.kv_lens.begin(), c.kv_lens.end()) < 2
                                     : c.num_kv_heads < 2))
@@ -127,6 +130,19 @@ std::vector<double> draw_fp8(DType kv, Rng& rng, int kv_len, int Hk, int D, doub
 
 double fp8_max(DType kv) { return kv == DType::kE4M3 ? 448.0 : 57344.0; }
 
+// Case::mask_tree: the prefix is visible to every row; draft row i sees itself and its
+// ancestors in a random tree whose node i hangs under one of 0 .. i - 1 (or the root).
+void tree_verify_mask(int qo_len, int kv_len, Rng& rng, std::vector<char>& mask) {
+  const int prefix = kv_len - qo_len;
+  std::vector<int> parent(static_cast<std::size_t>(qo_len));
+  for (int i = 0; i < qo_len; ++i) {
+    parent[static_cast<std::size_t>(i)] = rng.uniform_int(-1, i - 1);
+    char* row = mask.data() + static_cast<std::size_t>(i) * kv_len;
+    for (int j = 0; j < prefix; ++j) row[j] = 1;
+    for (int d = i; d >= 0; d = parent[static_cast<std::size_t>(d)]) row[prefix + d] = 1;
+  }
+}
+
 }  // namespace
 
 std::vector<RequestData> make_case_data(const Case& c) {
@@ -168,6 +184,10 @@ std::vector<RequestData> make_case_data(const Case& c) {
     Rng mask_rng(c.seed ^ 0x6d61736bULL);
     for (RequestData& r : data) {
       r.mask.resize(static_cast<std::size_t>(r.qo_len) * r.kv_len);
+      if (c.mask_tree) {
+        tree_verify_mask(r.qo_len, r.kv_len, mask_rng, r.mask);
+        continue;
+      }
       for (std::size_t i = 0; i < r.mask.size(); ++i)
         r.mask[i] = (r.qo_len < 3 || i >= static_cast<std::size_t>(r.kv_len)) && mask_rng.uniform() < *c.mask_density;
     }

@@ -143,6 +143,26 @@ std::vector<int32_t> read_ints(const cuda::IndexBlob& blob, std::size_t off, std
   return v;
 }
 
+// A custom mask's byte offsets (plan.mask_indptr, int64) are staged beside the other index
+// arrays, inside sm80_plan_bytes; without a mask nothing is staged for them.
+TEST(Sm80WorkPlan, StagesCustomMaskOffsets) {
+  const Problem pr{{5, 0, 17}, {9, 3, 70}, 4, 2, 128, false, -1, false, true};
+  detail::Plan plan = make_plan(pr);
+  const std::size_t bound = sm80_workspace_bytes(plan.batch, plan.params.total_qo_tokens, pr.hq, pr.d) +
+                            sm80_page_index_bytes(static_cast<int64_t>(plan.page_indices.size()));
+  const std::size_t plain_blob = make_work_plan(plan, 132, bound).blob.size();
+  plan.opts.custom_mask = true;
+  plan.mask_indptr = {0, 6, 6, 6 + (17 * 70 + 7) / 8};
+  const WorkPlan wp = make_work_plan(plan, 132, bound);
+  ASSERT_GT(wp.blob.size(), plain_blob);
+  std::vector<int64_t> staged(plan.mask_indptr.size());
+  std::memcpy(staged.data(), wp.blob.data() + wp.off_mask_indptr, staged.size() * sizeof(int64_t));
+  EXPECT_EQ(staged, plan.mask_indptr);
+  EXPECT_EQ(wp.off_mask_indptr % alignof(int64_t), 0u);
+  EXPECT_LE(wp.blob.size(), sm80_plan_bytes(plan.batch, plan.params.total_qo_tokens, pr.hq) +
+                                sm80_page_index_bytes(static_cast<int64_t>(plan.page_indices.size())));
+}
+
 void check_work_plan(const Problem& pr, int sm_count) {
   const detail::Plan plan = make_plan(pr);
   const std::size_t bound = sm80_workspace_bytes(plan.batch, plan.params.total_qo_tokens, pr.hq, pr.d) +

@@ -1,7 +1,8 @@
 // Custom masks on the cpu backend (SPEC.md "Custom masks"): the mask grid against the fp64
 // oracle's own mask on single, ragged and paged prefill, the packed layout read bit by bit,
 // rows that see no key, a check that ignoring the mask fails, bad input refused by name, and
-// the capability table's refusals (sm80, sm90, cudnn: kernels not written yet; decode: none).
+// the capability table's columns (cpu and sm80 serve prefill; sm90, cudnn: kernels not
+// written yet; decode: none).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,6 +34,14 @@ TEST_P(MaskGrid, MatchesOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, MaskGrid, ::testing::ValuesIn(custom_mask_cases({DType::kF16, DType::kBF16, DType::kF32})),
+                         param_name);
+// The GPU grid's other lists (tests/gpu/custom_mask_test.cpp), here so that their data and
+// guards are known good before a GPU runs them.
+INSTANTIATE_TEST_SUITE_P(CpuExtreme, MaskGrid, ::testing::ValuesIn(mask_extreme_cases({DType::kF16, DType::kBF16})),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(CpuTreeVerify, MaskGrid, ::testing::ValuesIn(tree_verify_cases({DType::kF16, DType::kBF16})),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(CpuSplit, MaskGrid, ::testing::ValuesIn(mask_split_cases({DType::kF16, DType::kBF16})),
                          param_name);
 
 // Mutation check built in: the API's result, judged against the reference without the mask,
@@ -189,14 +198,17 @@ TEST_F(CustomMaskBadInput, RaggedRunChecksTheSegmentTotal) {
   for (float x : oo) EXPECT_FALSE(std::isnan(x));
 }
 
-// The capability table: only cpu serves a custom mask, on prefill; sm80, sm90 and cudnn
-// refuse it naming custom_mask and issue 66; decode refuses it everywhere; causal with a
-// mask is refused by supports() naming causal, as by plan().
+// The capability table: cpu and sm80 serve a custom mask, on prefill (sm80 declared until
+// its GPU grid runs); sm90 and cudnn refuse it naming custom_mask and issue 66; decode
+// refuses it everywhere; causal with a mask is refused by supports() naming causal, as by
+// plan().
 TEST(CustomMask, CapabilityNamesIt) {
   for (const auto& row : dispatch::capability_table()) {
     if (row.status == dispatch::Status::kUnsupported) continue;
-    const bool served = row.backend == Backend::kCPU && row.op != Op::kPagedDecode;
+    const bool served = (row.backend == Backend::kCPU || row.backend == Backend::kSM80) && row.op != Op::kPagedDecode;
     EXPECT_EQ(row.limits.custom_mask, served) << backend_name(row.backend) << " " << op_name(row.op);
+    if (row.backend == Backend::kSM80)
+      EXPECT_TRUE(row.unvalidated & dispatch::kFeatureCustomMask) << "sm80's mask grid has not run on a GPU";
   }
   const dispatch::MachineInfo h200{1, 90, 91900}, a100{1, 80, 91900};
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill, Op::kPagedDecode}) {
@@ -210,6 +222,13 @@ TEST(CustomMask, CapabilityNamesIt) {
     for (Backend b : {Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
       for (const dispatch::MachineInfo& m : {h200, a100}) {
         const dispatch::Verdict v = dispatch::check_backend(p, b, m, dispatch::registry());
+        if (b == Backend::kSM80 && op != Op::kPagedDecode) {  // served: past the limits
+          EXPECT_EQ(v.reason.find("custom_mask"), std::string::npos) << v.reason;
+          ASSERT_NE(v.row, nullptr);
+          EXPECT_EQ(dispatch::status_for(*v.row, p), dispatch::Status::kDeclared);
+          if (v.ok) EXPECT_TRUE(v.kernel->key.custom_mask) << v.kernel->key.to_string();
+          continue;
+        }
         EXPECT_FALSE(v.ok) << backend_name(b) << " " << op_name(op);
         if (v.row && v.row->status != dispatch::Status::kUnsupported) {  // else refused before the mask
           EXPECT_NE(v.reason.find("does not support custom_mask"), std::string::npos) << v.reason;

@@ -112,6 +112,62 @@ TEST(Dispatch, RegistryGetAppliesTheGuard) {
   }
 }
 
+// A custom mask is the needs_mask bug class again: a band-masking kernel reads no bits and
+// would compute the unmasked result. The key carries the mask, so dispatch finds only a
+// kernel that reads it, or none (never the band kernel), and the launch guard refuses the
+// band kernel given bits.
+void fake_custom_launch(const core::AttentionParams&) {}
+
+TEST(Dispatch, CustomMaskReachesOnlyAKernelThatReadsIt) {
+  ProblemDesc p = cuda_problem();
+  p.custom_mask = true;
+  const VariantKey want = variant_for(p, Backend::kSM80);
+  EXPECT_TRUE(want.custom_mask);
+  EXPECT_TRUE(want.needs_mask);
+  EXPECT_FALSE(variant_for(cuda_problem(), Backend::kSM80).custom_mask);
+  EXPECT_NE(want.to_string().find("/mask+custom/"), std::string::npos) << want.to_string();
+
+  const std::vector<CapabilityRow> table = {row(Backend::kSM80, true)};
+  Registry reg = full_registry({Backend::kSM80});  // band-masked kernels only
+  const Verdict none = check_backend(p, Backend::kSM80, hopper(), reg, table);
+  EXPECT_FALSE(none.ok) << "a band-masked kernel was chosen for a custom mask";
+  EXPECT_EQ(none.code, ErrorCode::kNotBuilt) << none.reason;
+  EXPECT_NE(none.reason.find("mask+custom"), std::string::npos) << none.reason;
+
+  reg.add(want, fake_custom_launch);
+  for (bool cap : {false, true}) {
+    p.soft_cap = cap;
+    p.window_left = cap ? 7 : -1;  // with a window too: still the kernel that reads the bits
+    const Verdict v = check_backend(p, Backend::kSM80, hopper(), reg, table);
+    if (cap) {  // full_registry has no custom kernel with soft cap: none, never the band one
+      EXPECT_FALSE(v.ok);
+      continue;
+    }
+    ASSERT_TRUE(v.ok) << v.reason;
+    EXPECT_TRUE(v.kernel->key.custom_mask);
+    EXPECT_EQ(v.kernel->launch, &fake_custom_launch);
+  }
+
+  // The launch guard: bits handed to a kernel that does not read them are an internal error.
+  VariantKey band = want;
+  band.custom_mask = false;
+  const KernelEntry band_entry{band, fake_launch};
+  core::AttentionParams a;
+  a.dtype = DType::kBF16;
+  a.head_dim = 128;
+  EXPECT_NO_THROW(check_kernel_fits(band_entry, a));
+  const uint8_t bits[1] = {0xff};
+  a.custom_mask = bits;
+  try {
+    check_kernel_fits(band_entry, a);
+    FAIL() << "a kernel without custom-mask support accepted mask bits";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(err.what()).find("custom-mask bits"), std::string::npos) << err.what();
+  }
+  EXPECT_NO_THROW(check_kernel_fits(KernelEntry{want, fake_custom_launch}, a));
+}
+
 TEST(Dispatch, WindowRefusedByBackendThatCannotNamesParameterAndAlternatives) {
   const std::vector<CapabilityRow> table = {row(Backend::kSM80, false), row(Backend::kSM90, true)};
   // (sm80 here is a stand-in: a backend without non-causal windows.)

@@ -219,5 +219,37 @@ TEST(Mask, KvTileSpanCoversEveryVisiblePairAndNoMore) {
   });
 }
 
+
+// custom_mask_window: every window a GPU warp may ask for (any row, any key0, 1..64 keys)
+// equals the bits read one by one. Rows start at every bit offset (kv_len 1..130, odd
+// lengths included); the segment is a vector of exactly its bytes, so a read past it is
+// caught by the ASan build.
+TEST(Mask, CustomMaskWindowMatchesBitByBit) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(state >> 33);
+  };
+  int checked = 0;
+  for (int kv_len = 1; kv_len <= 130; kv_len += kv_len < 20 ? 1 : 7) {
+    const int qo_len = 5;
+    std::vector<unsigned char> seg((static_cast<std::size_t>(qo_len) * kv_len + 7) / 8);
+    for (unsigned char& b : seg) b = static_cast<unsigned char>(next());
+    for (int row = 0; row < qo_len; ++row)
+      for (int key0 = 0; key0 < kv_len; ++key0)
+        for (int n : {1, 7, 8, 9, 31, 32, 33, 63, 64}) {
+          if (key0 + n > kv_len) continue;
+          const unsigned long long w = custom_mask_window(seg.data(), row, kv_len, key0, n);
+          for (int k = 0; k < 64; ++k) {
+            const bool want = k < n && custom_mask_bit(seg.data(), row, kv_len, key0 + k);
+            ASSERT_EQ(((w >> k) & 1) != 0, want)
+                << "kv_len " << kv_len << " row " << row << " key0 " << key0 << " n " << n << " bit " << k;
+          }
+          ++checked;
+        }
+  }
+  EXPECT_GT(checked, 10000);
+}
+
 }  // namespace
 }  // namespace flashband::core

@@ -151,6 +151,13 @@ int cmd_run(Args& a) {
     if (!(p >= 0.0 && p <= 1.0)) bad_flag("mask-density", "got " + std::to_string(p) + ", allowed: [0, 1]");
     c.mask_density = p;
   }
+  // Speculative decoding's verify step: the last qo_len keys are a random draft tree over a
+  // prefix every row sees (testing::Case::mask_tree), to time against --causal.
+  if (a.flag("mask-tree")) {
+    if (c.mask_density) conflict("mask-tree", "mask-density");
+    c.mask_density = 1.0;
+    c.mask_tree = true;
+  }
   if (a.given("sm-scale")) c.sm_scale = float_flag(a, "sm-scale", "sm_scale");
   c.return_lse = !a.flag("no-lse");
   c.layout = parse_layout(a.str("layout", "NHD"));

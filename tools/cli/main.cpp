@@ -20,6 +20,7 @@ commands:
              --sm-scale S  --kv-dtype as-q|e4m3|e5m2  --k-scale S --v-scale S  --scale-tensors
              --sinks s0,s1,...  (attention sinks, one per query head)
              --mask-density P  (a random custom mask from --seed, P of the keys allowed)
+             --mask-tree  (a tree-verify mask: the last qo_len keys a random draft tree)
              --page-size P  --layout NHD|HND  --stacked  --no-lse
              --backend auto|cpu|sm80|sm90|cudnn  --check  --iters N --warmup N  --seed N  --json
   caps     the support matrix for this machine (--markdown: the README table)

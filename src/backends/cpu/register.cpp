@@ -13,7 +13,7 @@ void register_cpu_kernels(Registry& r) {
     for (core::KVStorage storage : {core::KVStorage::kContiguous, core::KVStorage::kPaged})
       for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32})
         for (DType kv_dtype : {dtype, DType::kE4M3, DType::kE5M2})
-        for (bool needs_mask : {false, true})
+        for (int mask = 0; mask < 3; ++mask)  // none, needs_mask, needs_mask + custom mask
           for (bool soft_cap : {false, true}) {
             if (is_fp8(kv_dtype) && dtype == DType::kF32) continue;  // fp8 caches have 16-bit q
             VariantKey key;
@@ -23,7 +23,8 @@ void register_cpu_kernels(Registry& r) {
             key.dtype = dtype;
             key.kv_dtype = kv_dtype;
             key.head_dim = 0;  // any head dim
-            key.needs_mask = needs_mask;
+            key.needs_mask = mask > 0;
+            key.custom_mask = mask == 2;
             key.soft_cap = soft_cap;
             r.add(key, &cpu::cpu_attention);
           }

@@ -2,15 +2,23 @@
 // split). Prefill and decode are the same code with different TileConfigs (warps along
 // query rows, or along keys). Compile-time knobs: tile config (head dim), element type T of
 // q and o, K/V element type KV (T, or an fp8 format: fp8_fragments.h), kMask
-// (causal / window_left / window_right), kSoftCap, kPaged.
+// (causal / window_left / window_right), kSoftCap, kPaged, kCustomMask (packed mask bits,
+// custom_mask.h; always with kMask).
+//
+// kCustomMask is a template flag, not a runtime branch: the mask path holds a bits pointer
+// and each lane's 64-bit window across the tile's barrier, and the D = 128 kernels already
+// sit at the 255-register cap, so only the instantiations that read a mask pay for it.
 //
 // Main loop over the KV tiles the row tile can see (core::kv_tile_span, cut by the split):
 //   wait for tile j, barrier, start loading tile j + kStages - 1 into the freed stage,
 //   then per warp: classify its kWarpRows rows x kWarpKeys keys (hidden: skip; full: no mask
 //   arithmetic; partial: element-wise mask), S = Q K^T, soft cap, online softmax, O += P V.
+//   With a custom mask each lane reads its token's bits of the warp's keys before the wait,
+//   so the loads fly under the barrier, and the class folds in the bits (custom_mask.h).
 //   With one V buffer (Cfg::kSingleV) the top of step j loads V of tile j and K of tile
 //   j + 1, and a second wait and barrier come before P V.
 #pragma once
+#include "backends/sm80/custom_mask.h"
 #include "backends/sm80/epilogue.h"
 #include "backends/sm80/fp8_fragments.h"
 #include "backends/sm80/online_softmax.h"
@@ -38,9 +46,11 @@ __device__ __forceinline__ core::TileClass warp_tile_class(const core::MaskSpec&
   }
 }
 
-template <class Cfg, class T, class KV, bool kMask, bool kSoftCap, bool kPaged>
+template <class Cfg, class T, class KV, bool kMask, bool kSoftCap, bool kPaged, bool kCustomMask = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     attention_kernel(const __grid_constant__ core::AttentionParams p, const __grid_constant__ core::FastDivmod group) {
+  static_assert(!kCustomMask || (kMask && Cfg::kWarpsN == 1 && Cfg::kWarpRows <= 32),
+                "custom masks: prefill tiles (one lane per token of a warp's rows), with the band mask on");
   using W = WarpShape<Cfg>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -115,9 +125,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if constexpr (Cfg::kQInRegs) __syncthreads();
     }
     if constexpr (Cfg::kQInRegs) load_q_regs<Cfg>(qf, sq, q_row0, lane);
+    const uint8_t* mask_bits = nullptr;
+    if constexpr (kCustomMask) mask_bits = request_mask_bits(p, r.request);
 
     for (int i = 0; i < num_tiles; ++i) {
       const int stage = i % Cfg::kStages;
+      uint64_t mask_window = 0;  // this lane's token's bits of the warp's keys (custom mask)
+      if constexpr (kCustomMask)
+        mask_window = lane_mask_window<Cfg::kWarpKeys>(mask_bits, warp_rows.token_begin, warp_rows.token_end,
+                                                       r.kv_len, (span.begin + i) * Cfg::kBlockN + key_off, lane);
       if constexpr (Cfg::kSingleV) {
         cp_async_wait<0>();  // K of tile i, the only group in flight
         __syncthreads();     // K of tile i visible; every warp is done with V and K of tile i - 1
@@ -147,7 +163,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       };
       const int key0 = (span.begin + i) * Cfg::kBlockN + key_off;  // this warp's first key
-      const core::TileClass cls = warp_tile_class<kMask>(ms, warp_rows, key0, key0 + Cfg::kWarpKeys);
+      core::TileClass cls = warp_tile_class<kMask>(ms, warp_rows, key0, key0 + Cfg::kWarpKeys);
+      if constexpr (kCustomMask) {
+        if (cls != core::TileClass::kHidden)
+          cls = mask_tile_class<Cfg::kWarpKeys>(cls, mask_window, warp_rows.token_begin + lane < warp_rows.token_end);
+      }
       if (cls == core::TileClass::kHidden) {  // warp-uniform
         wait_v();
         continue;
@@ -162,7 +182,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
       for (int b = 0; b < W::kRowBlocks; ++b) {
         if constexpr (kSoftCap) apply_soft_cap(s[b], lt.cap_mul);
-        if (cls == core::TileClass::kPartial) {
+        if (kCustomMask && cls == core::TileClass::kPartial) {
+          // As below, and each row's bits from the lane that holds its token's window.
+          int lo[2], hi[2];
+          uint64_t win[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = r.row_begin + q_row0 + 16 * b + (lane >> 2) + 8 * h;
+            const bool valid = row < r.qo_len * r.group;
+            const int token = valid ? group.div(row) : warp_rows.token_begin;
+            const core::KVRange k = valid ? core::row_kv_range(ms, token) : core::KVRange{0, 0};
+            lo[h] = k.first;
+            hi[h] = k.last;
+            win[h] = window_of_lane(mask_window, token - warp_rows.token_begin);
+          }
+          apply_mask_bits(s[b], key0, lane, lo, hi, win);
+        } else if (cls == core::TileClass::kPartial) {
           // Each thread's two rows of block b (g and g + 8) and the keys they see;
           // recomputed here rather than held in registers through the loop.
           int lo[2], hi[2];

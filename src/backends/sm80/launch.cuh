@@ -65,11 +65,11 @@ void check_kv_dtype(const core::AttentionParams& p) {
                                           " launched with kv_dtype " + dtype_name(p.kv_dtype));
 }
 
-template <class Cfg, class T, class KV, bool kMask, bool kSoftCap, bool kPaged>
+template <class Cfg, class T, class KV, bool kMask, bool kSoftCap, bool kPaged, bool kCustomMask = false>
 void launch_attention(const core::AttentionParams& p) {
   check_strides(p, Cfg::kKVElemBytes);
   check_kv_dtype<T, KV>(p);
-  auto* kernel = &attention_kernel<Cfg, T, KV, kMask, kSoftCap, kPaged>;
+  auto* kernel = &attention_kernel<Cfg, T, KV, kMask, kSoftCap, kPaged, kCustomMask>;
   static cuda::SmemLimit limit;
   limit.ensure(reinterpret_cast<const void*>(kernel), static_cast<int>(Cfg::kSmemBytes), "sm80 attention kernel");
   const int grid = p.work ? p.num_work_items : implicit_grid(p, Cfg::kBlockM);

@@ -1,7 +1,7 @@
 // detail::plan_sm80: the work partition (work_plan.h) uploaded into the caller's workspace
 // with one cudaMemcpyAsync on the plan's stream, and params aimed at it.
 //
-// Workspace layout: [qo_indptr | kv_indptr | kv_lens | last_page_len | work items |
+// Workspace layout: [qo_indptr | kv_indptr | kv_lens | last_page_len | mask_indptr | work items |
 // page_indices] [split-KV partial O (float32) | partial LSE], regions 256-byte aligned; the
 // partials in their own buffer beside a plan_data, else after the arrays (or, for
 // cuda_graph plans, at the buffer's end).
@@ -25,8 +25,8 @@ std::size_t sm80_page_index_bytes(int64_t num_page_indices) {
 
 std::size_t sm80_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads) {
   const std::size_t b = static_cast<std::size_t>(std::max(max_batch, 0));
-  // qo_indptr, kv_indptr, kv_lens, last_page_len.
-  const std::size_t indices = 4 * cuda::align_up((b + 1) * sizeof(int32_t));
+  // qo_indptr, kv_indptr, kv_lens, last_page_len; a custom mask's int64 mask_indptr.
+  const std::size_t indices = 4 * cuda::align_up((b + 1) * sizeof(int32_t)) + cuda::align_up((b + 1) * sizeof(int64_t));
   // Row tiles hold 16 packed rows at the least (decode), plus one ragged tile per request
   // and kv head; a split plan is capped at kMaxSplitWorkItems.
   const int64_t rows = std::max<int64_t>(max_qo_tokens, 0) * num_qo_heads;
@@ -61,6 +61,7 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
     if (plan.batch == 1 && a.kv_storage == core::KVStorage::kContiguous) {
       (void)sm80::tile_shape(sm80::planned_shape(plan), a.head_dim);  // names an unsupported head_dim
       a.qo_indptr = a.kv_indptr = a.kv_lens = a.page_indices = a.last_page_len = nullptr;
+      a.mask_indptr = nullptr;  // the one request's bits start at byte 0 (custom_mask.h)
       return;
     }
     throw Error(ErrorCode::kInvalidArgument,
@@ -80,6 +81,7 @@ void plan_sm80(Plan& plan, const Workspace& workspace) {
   a.page_indices = !paged ? nullptr : plan.device_page_indices ? plan.device_page_indices : at(wp.off_page_indices);
   a.page_status = paged ? plan.page_status : nullptr;
   a.last_page_len = paged ? at(wp.off_last_page_len) : nullptr;
+  a.mask_indptr = plan.opts.custom_mask ? reinterpret_cast<const int64_t*>(base + wp.off_mask_indptr) : nullptr;
   a.work = base + wp.off_work;
   a.num_work_items = static_cast<int>(wp.work.size());
   a.num_kv_splits = wp.num_kv_splits;

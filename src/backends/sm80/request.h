@@ -12,6 +12,7 @@
 namespace flashband::sm80 {
 
 struct Request {
+  int request;    // index in the batch (custom masks: its bits start at mask_indptr[request])
   int qo_begin;   // first token of the request in Q/O
   int qo_len;
   int kv_len;
@@ -33,6 +34,7 @@ __device__ __forceinline__ Request load_request(const core::AttentionParams& p, 
   if (p.work != nullptr) {
     const int4 w = reinterpret_cast<const int4*>(p.work)[blockIdx.x];
     const int b = w.x;
+    r.request = b;
     r.kv_head = w.y;
     r.row_begin = w.z * block_m;
     r.split = w.w;
@@ -46,6 +48,7 @@ __device__ __forceinline__ Request load_request(const core::AttentionParams& p, 
     r.kv_head = idx % p.num_kv_heads;
     r.row_begin = (tiles - 1 - idx / p.num_kv_heads) * block_m;
     r.split = 0;
+    r.request = 0;
     r.qo_begin = 0;
     r.qo_len = p.max_qo_len;
     r.kv_len = p.max_kv_len;

@@ -65,6 +65,8 @@ WorkPlan make_work_plan(const detail::Plan& plan, int sm_count, const detail::Wo
   wp.off_kv_indptr = wp.blob.append(plan.kv_indptr);
   wp.off_kv_lens = wp.blob.append(plan.kv_lens);
   if (paged) wp.off_last_page_len = wp.blob.append(plan.last_page_len);
+  if (plan.opts.custom_mask)
+    wp.off_mask_indptr = wp.blob.append(plan.mask_indptr.data(), plan.mask_indptr.size() * sizeof(int64_t));
   // Device page indices are read from the caller's array: none go to the workspace.
   const bool upload_pages = paged && plan.device_page_indices == nullptr;
   const std::size_t page_bytes = upload_pages ? cuda::align_up(plan.page_indices.size() * sizeof(int32_t)) : 0;

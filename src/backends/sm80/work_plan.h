@@ -18,6 +18,7 @@ struct WorkPlan {
   cuda::IndexBlob blob;  // index arrays then the work list, as laid out in the workspace
   std::size_t off_qo_indptr = 0, off_kv_indptr = 0, off_kv_lens = 0;
   std::size_t off_page_indices = 0, off_last_page_len = 0;  // paged only
+  std::size_t off_mask_indptr = 0;  // custom mask only: plan.mask_indptr (int64 byte offsets)
   std::size_t off_work = 0;
   std::vector<WorkItem> work;  // the list in launch order (also inside blob)
   int num_kv_splits = 1;

@@ -1,0 +1,7 @@
+// sm80 prefill kernels with a packed custom mask for f16, head dim 64 (see
+// register_variants.cuh for the list).
+#include "backends/sm80/register_variants.cuh"
+
+namespace flashband::sm80 {
+void register_prefill_mask_f16_d64(dispatch::Registry& r) { register_prefill_custom_mask<__half, 64>(r); }
+}  // namespace flashband::sm80
