@@ -20,6 +20,7 @@ unsigned features_of(const ProblemDesc& p) {
   if (p.window_right >= 1) f |= kFeatureWindowRight;
   if (p.sinks) f |= kFeatureSinks;
   if (p.kv_dtype && (*p.kv_dtype == DType::kE4M3 || *p.kv_dtype == DType::kE5M2)) f |= kFeatureFp8KV;
+  if (p.custom_mask) f |= kFeatureCustomMask;
   return f;
 }
 
@@ -31,6 +32,7 @@ std::string feature_names(unsigned features) {
   add(kFeatureWindowRight, "window_right");
   add(kFeatureSinks, "sinks");
   add(kFeatureFp8KV, "fp8 KV");
+  add(kFeatureCustomMask, "custom_mask");
   return s;
 }
 
@@ -83,6 +85,8 @@ Limits sm90_limits() {
   l.device_page_indices = false;  // its planner reads the page indices to build TMA work
   l.kv_dtypes.clear();
   l.kv_dtypes_note = "its fp8 K/V conversion on the way to wgmma is not built yet (issue 65)";
+  l.custom_mask = true;  // the runtime-mask kernels read the bits (custom_mask.h)
+  l.note_custom_mask = nullptr;
   return l;
 }
 
@@ -151,6 +155,7 @@ std::vector<CapabilityRow> build_table() {
   for (CapabilityRow& r : rows) {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
     if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV;
+    if (r.backend == Backend::kSM90) r.unvalidated |= kFeatureCustomMask;  // tests/gpu/custom_mask_sm90_test.cpp
     if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight;
   }
   return rows;
