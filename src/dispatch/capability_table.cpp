@@ -53,9 +53,9 @@ Limits cpu_limits() {
   return l;
 }
 
-// sm90's and cudnn's custom-mask kernels are not written (issue 66); sm80's are
-// (kernels/prefill_mask_*.cu).
-constexpr const char* kNoMaskKernels = ": kernels not written yet, issue 66; sm80 and cpu do";
+// cudnn's graphs do not bind a custom mask yet (issue 66); sm80's kernels
+// (kernels/prefill_mask_*.cu) and sm90's runtime-mask rows (custom_mask.h) read the bits.
+constexpr const char* kNoMaskKernels = ": not bound in its graphs yet, issue 66; cpu, sm80 and sm90 serve it";
 
 Limits sm80_limits() {
   Limits l;
@@ -82,10 +82,10 @@ Limits sm80_limits_99kb(Op op) {
 Limits sm90_limits() {
   Limits l = sm80_limits();
   l.device_page_indices = false;  // its planner reads the page indices to build TMA work
-  l.custom_mask = false;
-  l.note_custom_mask = kNoMaskKernels;
   l.kv_dtypes.clear();
   l.kv_dtypes_note = "its fp8 K/V conversion on the way to wgmma is not built yet (issue 65)";
+  l.custom_mask = true;  // the runtime-mask kernels read the bits (custom_mask.h)
+  l.note_custom_mask = nullptr;
   return l;
 }
 
@@ -155,6 +155,7 @@ std::vector<CapabilityRow> build_table() {
   for (CapabilityRow& r : rows) {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
     if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV | kFeatureCustomMask;
+    if (r.backend == Backend::kSM90) r.unvalidated |= kFeatureCustomMask;  // tests/gpu/custom_mask_sm90_test.cpp
     if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight;
   }
   return rows;

@@ -59,7 +59,7 @@ enum Feature : unsigned {
   kFeatureWindowRight = 1u << 0,  // window_right >= 1 (a two-sided band)
   kFeatureSinks = 1u << 1,
   kFeatureFp8KV = 1u << 2,  // K/V in e4m3 / e5m2
-  kFeatureCustomMask = 1u << 3,  // packed custom masks
+  kFeatureCustomMask = 1u << 3,  // a packed custom mask
 };
 
 struct CapabilityRow {

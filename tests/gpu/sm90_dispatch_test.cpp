@@ -364,6 +364,98 @@ TEST(Sm90Dispatch, TwoSidedBandRunsTheMaskedKernelOverTheBandsTiles) {
     }
 }
 
+// A custom mask (issue 66) rides the narrow tiles' runtime-mask kernels: a problem with one
+// never gets a causal-only or kv_len-only kernel, nor a wide tile (those do not read its
+// bits, and every oracle case of a dense mask would still pass), whatever its window, soft
+// cap, lengths, storage and head dim; make_kernel_params refuses those pairs too; and each
+// work item carries its own request's byte offset into the bits (empty requests included).
+TEST(Sm90Dispatch, CustomMaskRunsTheRuntimeMaskKernelWithEachItemsOffset) {
+  static const unsigned char kBits[16] = {};  // never read: the stub launch stops at its checks
+  dispatch::Registry reg;
+  dispatch::register_sm90_kernels(reg);
+  int checked = 0;
+  const std::vector<std::vector<int>> qos = {{1}, {64}, {200}, {3000}, {9000}, {17, 30, 0, 5, 3}, {64, 64, 64, 64}};
+  for (DType dt : {DType::kF16, DType::kBF16})
+    for (int D : {64, 128, 256})
+      for (int page_size : {0, 16, 128})
+        for (const auto& qo : qos)
+          for (int extra_kv : {0, 57, 4096})
+            for (int window : {-1, 0, 100})
+              for (float cap : {0.0f, 5.0f}) {
+                std::vector<int> kv;
+                for (int q : qo) kv.push_back(q + extra_kv);
+                detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, false, window, cap);
+                plan.opts.custom_mask = true;
+                plan.mask_indptr = {0};
+                for (std::size_t b = 0; b < qo.size(); ++b)
+                  plan.mask_indptr.push_back(plan.mask_indptr.back() + (int64_t{qo[b]} * kv[b] + 7) / 8);
+                core::AttentionParams& a = plan.params;
+                dispatch::VariantKey key = key_of(a);
+                key.needs_mask = true;  // as select.cpp's variant_for with a custom mask
+                plan.variant = key.to_string();
+                const std::string what = key.to_string() + " qo " + std::to_string(qo[0]) + " kv +" +
+                                         std::to_string(extra_kv) + " page " + std::to_string(page_size);
+                detail::plan_sm90(plan, test_workspace());
+                const sm90::PlanState& st = sm90::plan_state(a);
+                ++checked;
+                EXPECT_EQ(st.kernel->mask, sm90::MaskKind::kAny) << what << ": planned " << st.kernel->name;
+                EXPECT_FALSE(st.kernel->wide) << what << ": planned " << st.kernel->name;
+                EXPECT_EQ(st.mask_bytes, plan.mask_indptr.back()) << what;
+                ASSERT_EQ(st.host_mask_offsets.size(), st.host_items.size()) << what;
+                for (std::size_t i = 0; i < st.host_items.size(); ++i) {
+                  const sm90::WorkItem& it = st.host_items[i];
+                  int b = 0;  // the request whose rows hold the item's
+                  while (!(plan.qo_indptr[b] <= it.qo_start && it.qo_start < plan.qo_indptr[b + 1])) ++b;
+                  ASSERT_EQ(st.host_mask_offsets[i], plan.mask_indptr[b]) << what << " item " << i;
+                }
+                a.custom_mask = kBits;
+                g_ran = Ran{};
+                const dispatch::KernelEntry* e = reg.find(key);
+                ASSERT_NE(e, nullptr) << what;
+                e->launch(a);
+                EXPECT_EQ(g_ran.calls, 1) << what;
+                EXPECT_EQ(g_ran.kernel.mask, sm90::MaskKind::kAny) << what << ": ran " << g_ran.kernel.name();
+                EXPECT_TRUE(g_ran.refused.empty()) << what << ": " << g_ran.refused;
+              }
+  EXPECT_GT(checked, 2000);
+
+  // custom_mask_sm90_test.cpp's split cases (one query tile, few heads, thousands of keys)
+  // are planned with KV splits, so they test the merge.
+  for (int D : {64, 128, 256})
+    for (int page_size : {0, 5, 16, 64})
+      for (const auto& [q, k, heads] : {std::tuple{64, 4064, 4}, std::tuple{100, 6000, 2}}) {
+        detail::Plan plan = problem_plan(DType::kF16, D, page_size, {q}, {k}, false, -1, 0.0f, 0, heads, 1);
+        plan.opts.custom_mask = true;
+        plan.mask_indptr = {0, (int64_t{q} * k + 7) / 8};
+        plan.variant = "test";
+        detail::plan_sm90(plan, test_workspace());
+        EXPECT_GT(sm90::plan_state(plan.params).num_splits, 1) << "D " << D << " page " << page_size << " q " << q;
+      }
+
+  // The launch refuses by name a custom mask on a kernel without the runtime mask, or on a
+  // wide tile's (a plan made without the mask picks the 176-key tile here).
+  for (bool masked_plan : {true, false}) {
+    detail::Plan plan = problem_plan(DType::kBF16, 128, 0, {300}, {3000}, false, -1, 0.0f);
+    plan.opts.custom_mask = masked_plan;
+    if (masked_plan) plan.mask_indptr = {0, 300 * 3000 / 8};
+    plan.variant = "test";
+    detail::plan_sm90(plan, test_workspace());
+    plan.params.custom_mask = kBits;
+    const sm90::PlanState& st = sm90::plan_state(plan.params);
+    ASSERT_EQ(st.block_n, masked_plan ? 128 : 176);
+    for (sm90::MaskKind m : {sm90::MaskKind::kKVLen, sm90::MaskKind::kCausal, sm90::MaskKind::kAny}) {
+      if (m == sm90::MaskKind::kAny && st.block_n == 128) continue;  // the one kernel that reads masks
+      try {
+        (void)sm90::make_kernel_params(plan.params, st, {st.block_m, st.block_n, false, m, false});
+        ADD_FAILURE() << "a custom mask was let through to the " << sm90::mask_kind_name(m) << " kernel, tile "
+                      << st.block_n;
+      } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("custom mask"), std::string::npos) << err.what();
+      }
+    }
+  }
+}
+
 // Options::cuda_graph compares plans by what their launch reads (plan/launch_signature.h):
 // sm90's host state by value, so a new plan of the same launch (other pages, a new state
 // object) matches, and one whose TMA maps or work list differ does not.

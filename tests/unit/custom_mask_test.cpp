@@ -198,17 +198,22 @@ TEST_F(CustomMaskBadInput, RaggedRunChecksTheSegmentTotal) {
   for (float x : oo) EXPECT_FALSE(std::isnan(x));
 }
 
-// The capability table: cpu and sm80 serve a custom mask, on prefill (sm80 declared until
-// its GPU grid runs); sm90 and cudnn refuse it naming custom_mask and issue 66; decode
-// refuses it everywhere; causal with a mask is refused by supports() naming causal, as by
-// plan().
+// The capability table: cpu, sm80 and sm90 serve a custom mask, on prefill (the GPU rows
+// declare it unvalidated until their GPU grids run: findings F45); cudnn refuses it naming
+// custom_mask and issue 66; decode refuses it everywhere; causal with a mask is refused by
+// supports() naming causal, as by plan().
 TEST(CustomMask, CapabilityNamesIt) {
   for (const auto& row : dispatch::capability_table()) {
     if (row.status == dispatch::Status::kUnsupported) continue;
-    const bool served = (row.backend == Backend::kCPU || row.backend == Backend::kSM80) && row.op != Op::kPagedDecode;
+    const bool gpu_kernels = row.backend == Backend::kSM80 || row.backend == Backend::kSM90;
+    const bool served = (row.backend == Backend::kCPU || gpu_kernels) && row.op != Op::kPagedDecode;
     EXPECT_EQ(row.limits.custom_mask, served) << backend_name(row.backend) << " " << op_name(row.op);
-    if (row.backend == Backend::kSM80)
-      EXPECT_TRUE(row.unvalidated & dispatch::kFeatureCustomMask) << "sm80's mask grid has not run on a GPU";
+    if (!gpu_kernels || !served) continue;
+    ProblemDesc masked;
+    masked.op = row.op;
+    masked.custom_mask = true;
+    EXPECT_EQ(dispatch::status_for(row, masked), dispatch::Status::kDeclared) << backend_name(row.backend);
+    EXPECT_NE(dispatch::feature_names(row.unvalidated).find("custom_mask"), std::string::npos);
   }
   const dispatch::MachineInfo h200{1, 90, 91900}, a100{1, 80, 91900};
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill, Op::kPagedDecode}) {
@@ -222,7 +227,7 @@ TEST(CustomMask, CapabilityNamesIt) {
     for (Backend b : {Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
       for (const dispatch::MachineInfo& m : {h200, a100}) {
         const dispatch::Verdict v = dispatch::check_backend(p, b, m, dispatch::registry());
-        if (b == Backend::kSM80 && op != Op::kPagedDecode) {  // served: past the limits
+        if (b != Backend::kCUDNN && op != Op::kPagedDecode) {  // served: past the limits
           EXPECT_EQ(v.reason.find("custom_mask"), std::string::npos) << v.reason;
           ASSERT_NE(v.row, nullptr);
           EXPECT_EQ(dispatch::status_for(*v.row, p), dispatch::Status::kDeclared);

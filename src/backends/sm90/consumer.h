@@ -18,6 +18,7 @@
 
 #include <cute/tensor.hpp>
 
+#include "backends/sm90/custom_mask.h"
 #include "backends/sm90/epilogue.h"
 #include "backends/sm90/fragment.h"
 #include "backends/sm90/kernel_params.h"
@@ -197,14 +198,36 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     o_fresh = false;
   };
   // Soft cap, mask and the online softmax of the S tile at key0; S becomes the weights.
-  auto score = [&](const core::MaskSpec& spec, core::TileClass cls, int tile_row0, int key0,
+  // unit: the unit's number, whose item's mask offset a custom mask reads per tile (an L1
+  // hit; a 64-bit base held through the unit cost D = 256 8 more bytes of spills).
+  auto score = [&](const core::MaskSpec& spec, core::TileClass cls, int tile_row0, int key0, int unit,
                    float (&correction)[kRows]) {
     warpgroup_fence_operand(tSrS);
+    // A custom mask's bits are loaded first, so that their latency hides under the soft cap
+    // and the window mask; a tile the window hides needs none. Uniform over the launch.
+    // D = 256 loads them last: its O leaves no registers to hold them (ptxas: 72 bytes of
+    // spills first, 32 last, in the contiguous kernel).
+    const bool custom = Traits::kCustomMask && p.custom_mask != nullptr && cls != core::TileClass::kHidden;
+    constexpr bool kBitsFirst = kHeadDim != 256;
+    TileMaskBits<kRows, kBlockN> bits;
+    auto load_bits = [&] {
+      bits = tile_mask_bits<kRows, kBlockN>(p, cS, mask_row0_bit(p, p.qo_heads_div.div(unit)), spec.qo_len,
+                                            spec.kv_len, tile_row0, key0);
+    };
+    if constexpr (Traits::kCustomMask && kBitsFirst) {
+      if (custom) load_bits();
+    }
     if (Traits::kSoftCap && p.softcap_pre > 0.0f) {
 #pragma unroll
       for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * p.softcap_pre);
     }
     if (cls != core::TileClass::kFull) apply_mask(S, cS, spec, tile_row0, key0);
+    if constexpr (Traits::kCustomMask) {
+      if (custom) {
+        if constexpr (!kBitsFirst) load_bits();
+        apply_mask_bits(S, bits);
+      }
+    }
     return softmax.update(S, p.scale_log2, correction);  // whether O needs the rescale
   };
   auto convert_p = [&] {
@@ -282,7 +305,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         float correction[kRows];
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
-        (void)score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);  // O is 0: no rescale
+        (void)score(g.spec, classify(n), g.tile_row0, n * kBlockN, u, correction);  // O is 0: no rescale
         trace(kTrScored);
         convert_p();
         v_ring = ring;  // where P's V tile is
@@ -310,7 +333,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         trace(kTrSDone);
         if (n == it.n_begin) warp_release(&s.q_empty[q_buffer]);
         warp_release(&s.k_empty[ring.stage]);
-        const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, correction);
+        const bool moved = score(g.spec, classify(n), g.tile_row0, n * kBlockN, u, correction);
         // A clock read here would pin the P V wait below the softmax, which is not where
         // ptxas puts it in the ping-pong kernels (see the wait below): their timelines show
         // s_done -> pv_done instead.

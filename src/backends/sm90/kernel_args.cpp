@@ -26,6 +26,11 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: plan built for tiles of " + std::to_string(st.block_m) + " x " +
                                           std::to_string(st.block_n) + " (query rows x keys), the kernel's are " +
                                           std::to_string(shape.block_m) + " x " + std::to_string(shape.block_n));
+  const TileShape narrow = tile_shape(a.head_dim, false);
+  const bool wide = shape.block_m != narrow.block_m || shape.block_n != narrow.block_n;
+  if (a.custom_mask != nullptr && !compiles_custom_mask(shape.mask, wide))
+    throw Error(ErrorCode::kInternal, "sm90: a custom mask reached a kernel that does not read one (a wide tile, or "
+                                      "no runtime mask)");
   // a.window_left is normalised by the plan: a window that hides nothing is -1 here, except
   // in cuda_graph plans (plan/graph_window.h), which the masked kernels serve.
   if (shape.mask == MaskKind::kKVLen && core::needs_mask(a.causal, a.window_left, a.window_right))
@@ -127,6 +132,14 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
                              p.paged_tma_rows, "paged_v_cache");
   }
 
+  p.custom_mask = a.custom_mask;
+  if (a.custom_mask != nullptr) {
+    if (st.items != nullptr && st.mask_offsets == nullptr)
+      throw Error(ErrorCode::kInternal, "sm90: a custom mask with a work list but no mask offsets (plan without "
+                                        "Options::custom_mask)");
+    p.mask_offsets = st.mask_offsets;
+    p.mask_bytes = st.mask_bytes;
+  }
   p.causal = a.causal;
   p.window_left = a.window_left;
   p.window_right = a.window_right;

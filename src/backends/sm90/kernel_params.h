@@ -56,6 +56,13 @@ struct KernelParams {
   core::FastDivmod qo_heads_div;
   core::FastDivmod group_div;
 
+  // Packed custom mask (custom_mask.h; runtime-mask kernels only), or nullptr: the run()
+  // tensor of mask_bytes bytes, and each work item's byte offset of its request's bits
+  // (nullptr: one request without a list, offset 0).
+  const uint8_t* custom_mask = nullptr;
+  const int64_t* mask_offsets = nullptr;
+  int64_t mask_bytes = 0;
+
   bool causal = false;
   int window_left = -1;
   int window_right = -1;  // >= 1 or -1 (core::MaskSpec): the runtime-mask kernels' right bound

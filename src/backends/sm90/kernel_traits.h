@@ -47,6 +47,7 @@ struct KernelTraits {
   // D = 128's 176-key S tile's registers need (findings: sm90-wide-kvlen-kernels).
   static constexpr MaskKind kMask = kMask_;
   static constexpr bool kKVLenMaskOnly = kMask == MaskKind::kKVLen;
+  static constexpr bool kCustomMask = compiles_custom_mask(kMask, kWide);
   // Only the runtime-mask kernels compile the soft cap (tile_shapes.h compiles_soft_cap).
   static constexpr bool kSoftCap = compiles_soft_cap(kMask);
   static_assert(kHeadDim % 64 == 0 && kBlockM % 64 == 0 && kBlockN % 16 == 0);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/upload.h"
@@ -30,6 +31,20 @@ namespace {
 std::size_t partial_bytes(int64_t row_splits, int head_dim) {
   return cuda::align_up(static_cast<std::size_t>(row_splits) * head_dim * sizeof(float)) +
          cuda::align_up(static_cast<std::size_t>(row_splits) * sizeof(float));
+}
+
+// Each item's request's byte offset into the custom mask: the request is the last one that
+// starts at or before the item's first token (items come only from requests with rows, and
+// empty requests share their start with the next one).
+std::vector<int64_t> item_mask_offsets(const std::vector<WorkItem>& items, const std::vector<int32_t>& qo_indptr,
+                                       const std::vector<int64_t>& mask_indptr) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(items.size());
+  for (const WorkItem& it : items) {
+    const auto b = std::upper_bound(qo_indptr.begin(), qo_indptr.end(), it.qo_start) - qo_indptr.begin() - 1;
+    offsets.push_back(mask_indptr[static_cast<std::size_t>(b)]);
+  }
+  return offsets;
 }
 
 }  // namespace
@@ -53,7 +68,9 @@ std::size_t sm90_plan_bytes(int max_batch, int64_t max_qo_tokens, int head_dim) 
   const int64_t unsplit_items = max_qo_tokens / min_block_m + static_cast<int64_t>(b);
   const int64_t items = std::max<int64_t>(unsplit_items, kMaxMultiprocessors);
   const std::size_t work = cuda::align_up(static_cast<std::size_t>(items) * sizeof(WorkItem));
-  return indices + work;
+  // With a custom mask, each item's mask offset (int64) beside it.
+  const std::size_t mask_offsets = cuda::align_up(static_cast<std::size_t>(items) * sizeof(int64_t));
+  return indices + work + mask_offsets;
 }
 
 std::size_t sm90_workspace_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_heads, int head_dim) {
@@ -88,6 +105,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.window_right = a.window_right;
   in.num_qo_heads = H;
   in.num_sms = num_sms;
+  in.custom_mask = plan.opts.custom_mask;
 
   const WorkspaceRegions regions(workspace);
   const bool have_workspace = !regions.empty();
@@ -111,6 +129,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->block_m = tile.block_m;
   state->block_n = tile.block_n;
   state->kernel = kernel;
+  state->mask_bytes = plan.mask_indptr.empty() ? 0 : plan.mask_indptr.back();
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
   if (kernel->mask == sm90::MaskKind::kCausal) plan.variant += "/causal";
 
@@ -152,8 +171,10 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   }
   const std::size_t index_bytes = cuda::align_up(blob.size());
   const int64_t rows = a.total_qo_tokens * H;
+  const std::size_t offset_bytes = plan.opts.custom_mask ? sizeof(int64_t) : 0;
   auto arrays = [&](int s) {
-    return index_bytes + cuda::align_up(static_cast<std::size_t>(query_tiles) * s * sizeof(sm90::WorkItem));
+    return index_bytes + cuda::align_up(static_cast<std::size_t>(query_tiles) * s * sizeof(sm90::WorkItem)) +
+           cuda::align_up(static_cast<std::size_t>(query_tiles) * s * offset_bytes);
   };
   auto partials = [&](int s) { return s > 1 ? sm90::partial_bytes(rows * s, a.head_dim) : 0; };
   if (!regions.fits(arrays(1), 0))
@@ -183,6 +204,12 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
         blob.append(state->host_items.data(), state->host_items.size() * sizeof(sm90::WorkItem));
     state->items = reinterpret_cast<const sm90::WorkItem*>(base + off_work);
     state->num_items = static_cast<int>(state->host_items.size());
+    if (plan.opts.custom_mask) {
+      state->host_mask_offsets = sm90::item_mask_offsets(state->host_items, plan.qo_indptr, plan.mask_indptr);
+      const std::size_t off_masks = blob.append(state->host_mask_offsets.data(),
+                                                state->host_mask_offsets.size() * sizeof(int64_t));
+      state->mask_offsets = reinterpret_cast<const int64_t*>(base + off_masks);
+    }
   }
   cuda::upload_async(base, blob, a.stream);
 
@@ -202,7 +229,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
 // Every field of PlanState that make_kernel_params and the merge read (not host_items: the
 // kernel reads the uploaded copy). A new field fails this until it is listed (unless it
 // fits into padding).
-static_assert(sizeof(sm90::PlanState) == 88, "state_signature_sm90: list the new PlanState field");
+static_assert(sizeof(sm90::PlanState) == 128, "state_signature_sm90: list the new PlanState field");
 
 std::string state_signature_sm90(const Plan& plan) {
   const auto* st = static_cast<const sm90::PlanState*>(plan.backend_state.get());
@@ -213,7 +240,8 @@ std::string state_signature_sm90(const Plan& plan) {
          std::to_string(st->num_sms) + ";sm90.num_splits=" + std::to_string(st->num_splits) +
          ";sm90.block_m=" + std::to_string(st->block_m) + ";sm90.block_n=" + std::to_string(st->block_n) +
          ";sm90.kernel=" + st->kernel->name + ";sm90.partial_o=" + ptr(st->partial_o) +
-         ";sm90.partial_lse=" + ptr(st->partial_lse) + ";";
+         ";sm90.partial_lse=" + ptr(st->partial_lse) + ";sm90.mask_offsets=" + ptr(st->mask_offsets) +
+         ";sm90.mask_bytes=" + std::to_string(st->mask_bytes) + ";";
 }
 
 }  // namespace detail

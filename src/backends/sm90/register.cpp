@@ -1,8 +1,10 @@
 // register_sm90_kernels: one registry key per dtype / head dim / storage of the compiled
-// table and each (needs_mask, soft_cap), all with the same trampoline: a key's launch runs
+// table and each (needs_mask, custom_mask, soft_cap), all with the same trampoline: a key's launch runs
 // the kernel its plan found in the table (plan_sm90, tile_rule.h choose_kernel), so which
 // kernel runs is decided once, in the planner. Decode is not registered: the sm80 backend's
 // decode kernel serves it.
+#include <utility>
+
 #include "backends/sm90/compiled_kernels.h"
 #include "backends/sm90/kernel_args.h"
 #include "backends/sm90/sm90_backend.h"
@@ -23,7 +25,9 @@ void launch_planned_kernel(const core::AttentionParams& a) {
 
 void register_sm90_kernels(Registry& r) {
   for (const sm90::CompiledKernel& k : sm90::compiled_kernels()) {
-    for (bool needs_mask : {false, true}) {
+    // (needs_mask, custom_mask): none, the band, the band and the bits (a custom mask implies
+    // needs_mask). The planner routes mask bits to the runtime-mask rows only (tile_rule.h).
+    for (auto [needs_mask, custom_mask] : {std::pair{false, false}, {true, false}, {true, true}}) {
       for (bool soft_cap : {false, true}) {
         VariantKey key;
         key.backend = Backend::kSM90;
@@ -33,6 +37,7 @@ void register_sm90_kernels(Registry& r) {
         key.kv_dtype = k.dtype;
         key.head_dim = k.head_dim;
         key.needs_mask = needs_mask;
+        key.custom_mask = custom_mask;
         key.soft_cap = soft_cap;
         if (r.find(key) == nullptr) r.add(key, launch_planned_kernel);  // the table's other rows of this key
       }

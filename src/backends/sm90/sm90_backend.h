@@ -44,7 +44,12 @@ struct PlanState {
   const CompiledKernel* kernel = nullptr;  // what the launch runs (tile_rule.h choose_kernel)
   float* partial_o = nullptr;       // split-KV states in the workspace
   float* partial_lse = nullptr;
+  // Custom mask: each work item's request's byte offset into the bits (device, beside the
+  // work list; nullptr without a list), and the bytes run()'s mask tensor holds.
+  const int64_t* mask_offsets = nullptr;
+  int64_t mask_bytes = 0;
   std::vector<WorkItem> host_items; // what was uploaded (for inspection and tests)
+  std::vector<int64_t> host_mask_offsets;
 };
 
 // The launch of one compiled kernel (dtype x head dim x storage x tile x mask kind), the

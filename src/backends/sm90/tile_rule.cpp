@@ -24,6 +24,7 @@ bool wide_masked_pays(WorkListInput in, int head_dim, int max_splits) {
 }
 
 bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool paged, bool tma_pages, int max_splits) {
+  if (in.custom_mask) return false;  // compiles_custom_mask
   // A band bounded on both sides (causal or window_right, and window_left; as normalised).
   const bool causal_window = (in.causal || in.window_right >= 0) && in.window_left >= 0;
   const bool wide = use_wide_tiles(head_dim, masked, paged, tma_pages,
@@ -34,7 +35,9 @@ bool plan_wide_tiles(const WorkListInput& in, int head_dim, bool masked, bool pa
 
 KernelChoice choose_kernel(const WorkListInput& in, int head_dim, bool paged, int64_t page_size, bool soft_cap,
                            int max_splits) {
-  const bool masked = takes_runtime_mask_kernels(core::needs_mask(in.causal, in.window_left, in.window_right), soft_cap);
+  // A custom mask is one more runtime mask: only the kAny kernels read its bits.
+  const bool masked = takes_runtime_mask_kernels(
+      core::needs_mask(in.causal, in.window_left, in.window_right) || in.custom_mask, soft_cap);
   const bool tma_pages = paged && pages_by_tma(page_size);
   KernelChoice c;
   c.wide = plan_wide_tiles(in, head_dim, masked, paged, tma_pages, max_splits);

@@ -89,6 +89,11 @@ constexpr const char* mask_kind_name(MaskKind m) {
 // problems even unused (findings: sm90-soft-cap-runtime-mask-only).
 FB_HD constexpr bool compiles_soft_cap(MaskKind mask) { return mask == MaskKind::kAny; }
 
+// Only the narrow tiles' runtime-mask kernels read a custom mask's bits (custom_mask.h): the
+// wide tiles' S, P and O leave no registers for them (D = 128's 176-key kernel spilled
+// 392 to 1550 bytes with them), so the tile rule keeps mask problems on the narrow tiles.
+FB_HD constexpr bool compiles_custom_mask(MaskKind mask, bool wide) { return mask == MaskKind::kAny && !wide; }
+
 // Paged K/V: pages of a power-of-two size at least this large are loaded by TMA, one box per
 // page and 64 columns, each box issued by its own producer thread; smaller pages are gathered
 // row by row with cp.async by the producer warpgroup (findings: sm90-tma-pages).

@@ -45,6 +45,9 @@ struct WorkListInput {
   bool causal = false;
   int window_left = -1;
   int window_right = -1;  // so every query tile's KV span follows the band (core::kv_tile_span)
+  // A packed custom mask (read by the tile rule alone, which keeps it on the narrow tiles'
+  // runtime-mask kernels: tile_shapes.h compiles_custom_mask).
+  bool custom_mask = false;
   int block_m = 0;
   int block_n = 0;
   int num_splits = 1;  // 1: items write O directly
