@@ -59,11 +59,15 @@ std::size_t batch_plan_bytes(int max_batch, int64_t max_qo_tokens, int num_qo_he
 // s = sm_scale * k_scale * (q . k8), o = v_scale * (P . v8). A tensor (one float32 element
 // on the backend's device, read when the kernel runs, so a CUDA graph replays with its value
 // then) wins over the float. Scales other than 1.0 need an fp8 K/V dtype.
+// q_scale is fp8 attention's (SPEC.md "fp8 attention": e4m3 q, s = sm_scale * q_scale *
+// k_scale * (q8 . k8)), read like the others; other than 1.0 it needs e4m3 q.
 struct KVScales {
   float k_scale = 1.0f;
   float v_scale = 1.0f;
   const TensorView* k_scale_tensor = nullptr;
   const TensorView* v_scale_tensor = nullptr;
+  float q_scale = 1.0f;
+  const TensorView* q_scale_tensor = nullptr;
 };
 
 // q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND); out like q;
@@ -114,6 +118,9 @@ struct BatchShape {
   // K/V storage (FlashInfer's kv_data_type): unset is q's dtype; kE4M3 / kE5M2 with fp16 or
   // bf16 q is an fp8 cache, dequantized with run()'s KVScales. Every run's K/V must have it.
   std::optional<DType> kv_dtype;
+  // The output's dtype (FlashInfer's o_data_type): unset is q's. With e4m3 q (fp8 attention,
+  // K/V e4m3 too) it is required and fp16 or bf16; otherwise, if set, it must be q's.
+  std::optional<DType> o_dtype;
 };
 
 // Workspaces (all three batch classes): a GPU plan keeps its index arrays and work list in the

@@ -85,7 +85,8 @@ def canonical_dtype(spec: Any, what: str, fp8: bool = False) -> str:
     if fp8 and name in _FP8_ALIASES:
         return _FP8_ALIASES[name]
     if name not in _DTYPE_ALIASES:
-        note = (" (fp8 q is the fp8-attention path, which is not built; an fp8 KV cache takes kv_data_type)"
+        note = (" (fp8 q is the fp8-attention path, which the C++ API serves on the cpu backend but this "
+                "Python layer does not take yet, issue 60; an fp8 KV cache takes kv_data_type)"
                 if name in _FP8_ALIASES else "")
         allowed = "float16, bfloat16, float32" + (", float8_e4m3fn, float8_e5m2" if fp8 else "")
         raise InvalidArgumentError(f"{what}: {name} is not one of {allowed}{note}")

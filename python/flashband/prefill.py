@@ -64,7 +64,7 @@ def single_prefill_with_kv_cache(
     read: logits sm_scale * k_scale * (q . k8), output v_scale * (P . v8); each scale a
     number or a one-element float32 array on q's device (read when the kernel runs).
     scale_q/scale_k/scale_v are FlashInfer's per-head scales of fp8 q (the fp8-attention
-    path, not built): None or 1.0 only.
+    path: C++ only so far, issue 60, and per-tensor there): None or 1.0 only.
     """
     refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
                        rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
@@ -208,8 +208,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         results), not used; kv_cache_sf (fp4): None only.
         k_scale, v_scale: an fp8 cache's dequantization scales (kv_data_type given to plan):
         numbers or one-element float32 arrays on the run's device, read when the kernel
-        runs; with a 16-bit cache None or 1.0 only. q_scale, o_scale (fp8 attention):
-        None or 1.0 only. k and v must have the plan's kv_data_type (ValueError otherwise)."""
+        runs; with a 16-bit cache None or 1.0 only. q_scale, o_scale (fp8 attention:
+        C++ only so far, issue 60): None or 1.0 only. k and v must have the plan's kv_data_type (ValueError otherwise)."""
         del enable_pdl
         refuse_unsupported(q_scale=q_scale, o_scale=o_scale, kv_cache_sf=kv_cache_sf)
         scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)

@@ -20,7 +20,7 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
   validate::dims({"k", k}, 3, layout);
   validate::dims({"v", v}, 3, layout);
   validate::dim_equals({"v", v}, nhd ? 0 : 1, k.shape[nhd ? 0 : 1], "kv_len of k");
-  validate::float_dtype({"q", q});
+  validate::q_dtype({"q", q});
   validate::fits_int32({"q", q}, 0, "qo_len");
   validate::fits_int32({"q", q}, 1, "num_qo_heads");
   validate::fits_int32({"q", q}, 2, "head_dim");
@@ -38,6 +38,8 @@ RunInfo single_prefill(const TensorView& q, const TensorView& k, const TensorVie
              q.dtype, q.device, q.device_id};
   // An fp8 k is the call's K/V dtype; any other must match q (bind says so by name).
   if (is_fp8(k.dtype)) r.shape.kv_dtype = k.dtype;
+  // fp8 attention's output dtype is out's (FlashInfer's o_dtype); otherwise out must match q.
+  if (q.dtype == DType::kE4M3) r.shape.o_dtype = validate::o_dtype(q.dtype, out.dtype, "out");
   r.opts = opts;
 
   // The tensors are known here: validate and bind them before the backend plans, so a

@@ -15,7 +15,9 @@ enum class KVStorage { kContiguous, kPaged };
 
 struct AttentionParams {
   Op op = Op::kSinglePrefill;
-  DType dtype = DType::kBF16;  // of q and o (and of k and v unless kv_dtype says otherwise)
+  DType dtype = DType::kBF16;  // of q (and of k and v unless kv_dtype says otherwise)
+  // Of o: dtype, except for fp8 attention (dtype kE4M3), whose output is fp16 or bf16.
+  DType o_dtype = DType::kBF16;
   // K and V storage: dtype, or an fp8 format (kE4M3, kE5M2) dequantized by the kernel with
   // per-tensor scales: s = (q . k8) * k_scale * sm_scale, o = (P . v8) * v_scale. A non-null
   // *_scale_ptr (one float32 in the backend's memory) is read at run time and wins over the
@@ -24,6 +26,10 @@ struct AttentionParams {
   float k_scale = 1.0f, v_scale = 1.0f;
   const float* k_scale_ptr = nullptr;
   const float* v_scale_ptr = nullptr;
+  // fp8 attention (dtype kE4M3): s = (q8 . k8) * q_scale * k_scale * sm_scale, and P is
+  // quantized to e4m3 for P.V (SPEC.md "fp8 attention"). 1.0 and null otherwise.
+  float q_scale = 1.0f;
+  const float* q_scale_ptr = nullptr;
   int batch = 0;
   int num_qo_heads = 0;
   int num_kv_heads = 0;

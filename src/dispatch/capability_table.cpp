@@ -47,7 +47,8 @@ constexpr Op kAllOps[] = {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPref
 
 Limits cpu_limits() {
   Limits l;
-  l.dtypes = {DType::kF16, DType::kBF16, DType::kF32};
+  // kE4M3 q: fp8 attention, with e4m3 K/V and P quantized as SPEC.md states (validate::kv_dtype).
+  l.dtypes = {DType::kF16, DType::kBF16, DType::kF32, DType::kE4M3};
   l.kv_dtypes = {DType::kE4M3, DType::kE5M2};  // with fp16 / bf16 q (validate::kv_dtype)
   l.max_head_dim = 512;
   return l;
@@ -60,6 +61,8 @@ constexpr const char* kNoMaskKernels = ": not bound in its graphs yet, issue 66;
 Limits sm80_limits() {
   Limits l;
   l.dtypes = {DType::kF16, DType::kBF16};
+  // Its mma.sync kernels are 16-bit; fp8 mma exists only from sm_89 on.
+  l.fp8_attention_note = "no fp8 tensor cores before sm_89, and its mma.sync kernels are 16-bit (issue 60)";
   l.kv_dtypes = {DType::kE4M3, DType::kE5M2};  // kernels/fp8kv_*.cu (not yet run on a GPU: F45)
   l.head_dims = {64, 128, 256};
   l.device_page_indices = true;  // its kernels read page_indices through a pointer, checked
@@ -82,6 +85,7 @@ Limits sm80_limits_99kb(Op op) {
 Limits sm90_limits() {
   Limits l = sm80_limits();
   l.device_page_indices = false;  // its planner reads the page indices to build TMA work
+  l.fp8_attention_note = "fp8 attention kernels not written yet, issue 60";
   l.kv_dtypes.clear();
   l.kv_dtypes_note = "its fp8 K/V conversion on the way to wgmma is not built yet (issue 65)";
   l.custom_mask = true;  // the runtime-mask kernels read the bits (custom_mask.h)
@@ -92,6 +96,7 @@ Limits sm90_limits() {
 Limits cudnn_limits(bool decode_before_sm90) {
   Limits l;
   l.dtypes = {DType::kF16, DType::kBF16};
+  l.fp8_attention_note = "not wired yet: flashband builds no cuDNN fp8 SDPA graph (issue 60)";
   // Not yet known whether its SDPA graph takes 16-bit q with fp8 K/V (issue 65).
   l.kv_dtypes_note = "no cuDNN graph with fp16/bf16 q and fp8 K/V is built (issue 65)";
   // cuDNN documents decode on compute capability 8.x for head dims up to 128 only.

@@ -19,7 +19,8 @@ enum class Status {
 const char* status_name(Status s);
 
 struct Limits {
-  std::vector<DType> dtypes;     // of q (and of K/V stored in q's dtype)
+  std::vector<DType> dtypes;     // of q (and of K/V stored in q's dtype); kE4M3 is fp8 attention
+  const char* fp8_attention_note = "";  // why kE4M3 q (fp8 attention) is not among them
   // K/V stored in another dtype than q's: the fp8 formats this backend dequantizes as it
   // reads them (SPEC.md "Quantized KV (fp8)"); where empty, kv_dtypes_note says why.
   std::vector<DType> kv_dtypes;

@@ -55,6 +55,8 @@ std::string prefix(Backend b) { return std::string("backend '") + backend_name(b
 
 // Empty when the limits cover the problem, else the reason naming the parameter.
 std::string check_limits(const ProblemDesc& p, Backend b, const Limits& l) {
+  if (p.dtype == DType::kE4M3 && std::find(l.dtypes.begin(), l.dtypes.end(), p.dtype) == l.dtypes.end())
+    return prefix(b) + "does not support fp8 attention (q float8_e4m3fn): " + l.fp8_attention_note;
   if (std::find(l.dtypes.begin(), l.dtypes.end(), p.dtype) == l.dtypes.end())
     return prefix(b) + "does not support dtype " + dtype_name(p.dtype) + " (supports " + list_dtypes(l) + ")";
   const DType kv = p.kv_dtype.value_or(p.dtype);

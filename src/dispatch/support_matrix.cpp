@@ -1,5 +1,6 @@
 // The README support matrix, generated from the capability table (never edited by hand:
 // tests/unit/readme_matrix_test.cpp fails when README.md and this output differ).
+#include <algorithm>
 #include <sstream>
 
 #include "dispatch/cudnn_known_bad.h"
@@ -42,19 +43,21 @@ std::string kv_dtypes(const dispatch::Limits& l) {
   return s;
 }
 
-// "sm80 (why), cudnn (why)" for the backends with a supported row lacking fp8 K/V.
-std::string fp8_refusals() {
+// "sm80 (why), cudnn (why)" for the backends with a supported row whose limits lack what
+// `serves` asks (fp8 K/V, fp8 attention); `note` gives the row's reason.
+template <class Serves, class Note>
+std::string refusals_with_reasons(Serves serves, Note note_of) {
   std::string out;
   for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
     std::string archs, note;
     bool some_serve = false;
     for (const auto& r : dispatch::capability_table()) {
       if (r.backend != b || r.status == dispatch::Status::kUnsupported) continue;
-      if (!r.limits.kv_dtypes.empty()) {
+      if (serves(r.limits)) {
         some_serve = true;
       } else if (archs.find(arch_range(r)) == std::string::npos) {
         archs += (archs.empty() ? "" : ", ") + arch_range(r);
-        note = r.limits.kv_dtypes_note;
+        note = note_of(r.limits);
       }
     }
     if (archs.empty()) continue;
@@ -128,7 +131,17 @@ std::string support_matrix_markdown() {
   }
   s << "\nfp8 K/V (float8_e4m3fn, float8_e5m2, with fp16 or bf16 q and per-tensor k_scale / v_scale) is "
        "refused by: "
-    << fp8_refusals() << ".\n";
+    << refusals_with_reasons([](const dispatch::Limits& l) { return !l.kv_dtypes.empty(); },
+                             [](const dispatch::Limits& l) { return l.kv_dtypes_note; })
+    << ".\n";
+  s << "\nfp8 attention (q, K and V float8_e4m3fn with per-tensor q_scale / k_scale / v_scale, P quantized "
+       "to e4m3, fp16 or bf16 output; the e4m3 q dtype above) is refused by: "
+    << refusals_with_reasons(
+           [](const dispatch::Limits& l) {
+             return std::find(l.dtypes.begin(), l.dtypes.end(), DType::kE4M3) != l.dtypes.end();
+           },
+           [](const dispatch::Limits& l) { return l.fp8_attention_note; })
+    << ".\n";
   s << "\nA sliding window (window_left or window_right) with a request whose qo_len > kv_len is refused by: "
     << refused_by([](const dispatch::Limits& l) { return l.window_qo_longer_than_kv; }) << ".\n";
   s << "\nRows that see no key (causal with qo_len > kv_len, or kv_len 0) are refused by: "

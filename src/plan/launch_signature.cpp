@@ -10,7 +10,7 @@ namespace {
 
 // A field added to AttentionParams must be added below too (or named as the run's): this
 // fails to compile until then, unless the field fits into padding. 64-bit Linux layout.
-static_assert(sizeof(core::AttentionParams) == 376, "launch_signature: list the new AttentionParams field");
+static_assert(sizeof(core::AttentionParams) == 392, "launch_signature: list the new AttentionParams field");
 
 class Fields {
  public:
@@ -65,6 +65,7 @@ std::string launch_signature(const Plan& plan) {
   // A float scale is a kernel argument, so a capture keeps it; the scale pointers are run()'s
   // tensors, read at replay.
   f.add("kv_dtype", static_cast<int>(a.kv_dtype)).add_float("k_scale", a.k_scale).add_float("v_scale", a.v_scale);
+  f.add("o_dtype", static_cast<int>(a.o_dtype)).add_float("q_scale", a.q_scale);
   f.add("num_qo_heads", a.num_qo_heads).add("num_kv_heads", a.num_kv_heads).add("head_dim", a.head_dim);
   f.add("kv_storage", static_cast<int>(a.kv_storage)).add("page_size", a.page_size);
   f.add_ptr("qo_indptr", a.qo_indptr).add_ptr("kv_indptr", a.kv_indptr).add_ptr("page_indices", a.page_indices);

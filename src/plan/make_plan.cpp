@@ -139,12 +139,14 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   validate::options(r.opts);
   validate::heads(r.shape.num_qo_heads, r.shape.num_kv_heads, r.shape.head_dim);
   validate::stream_for_device(r.opts.stream, r.shape.device);
-  if (r.shape.dtype != DType::kF16 && r.shape.dtype != DType::kBF16 && r.shape.dtype != DType::kF32)
-    fail(std::string("q_data_type: got ") + dtype_name(r.shape.dtype) + ", allowed: float16, bfloat16, float32" +
-         (is_fp8(r.shape.dtype) ? " (fp8 q is the fp8-attention path, which is not built; an fp8 cache takes "
-                                  "kv_data_type)" : ""));
+  if (r.shape.dtype != DType::kF16 && r.shape.dtype != DType::kBF16 && r.shape.dtype != DType::kF32 &&
+      r.shape.dtype != DType::kE4M3)
+    fail(std::string("q_data_type: got ") + dtype_name(r.shape.dtype) +
+         ", allowed: float16, bfloat16, float32, float8_e4m3fn (fp8 attention)" +
+         (is_fp8(r.shape.dtype) ? "; an fp8 cache with 16-bit q takes kv_data_type" : ""));
   const DType kv_dtype = r.shape.kv_dtype.value_or(r.shape.dtype);
   validate::kv_dtype(r.shape.dtype, kv_dtype);
+  const DType o_dtype = validate::o_dtype(r.shape.dtype, r.shape.o_dtype, "o_data_type");
 
   auto plan = std::make_shared<Plan>();
   Plan& p = *plan;
@@ -240,6 +242,7 @@ std::shared_ptr<Plan> prepare_plan(const PlanRequest& r) {
   core::AttentionParams& a = p.params;
   a.op = r.op;
   a.dtype = d.dtype;
+  a.o_dtype = o_dtype;
   a.kv_dtype = kv_dtype;
   a.batch = r.batch;
   a.num_qo_heads = d.num_qo_heads;

@@ -42,7 +42,7 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
   const auto& s = plan.shape;
   const Arg aq{"q", q}, ao{"out", out};
   validate::dims(aq, 3, "[tokens, num_qo_heads, head_dim]");
-  validate::float_dtype(aq);
+  validate::q_dtype(aq);
   validate::dtype(aq, s.dtype, "the dtype given to plan()");
   validate::dim_equals(aq, 1, s.num_qo_heads, "num_qo_heads");
   validate::dim_equals(aq, 2, s.head_dim, "head_dim");
@@ -56,7 +56,7 @@ void q_out(core::AttentionParams& a, const detail::Plan& plan, const TensorView&
                     std::to_string(tokens));
   common(aq, plan);
   validate::dims(ao, 3, "[tokens, num_qo_heads, head_dim] like q");
-  validate::dtype(ao, q.dtype, "must match q");
+  validate::dtype(ao, plan.params.o_dtype, plan.params.o_dtype == q.dtype ? "must match q" : "the o_data_type given to plan()");
   for (int d = 0; d < 3; ++d) validate::dim_equals(ao, d, q.shape[d], "must match q");
   common(ao, plan);
   validate::no_alias(ao, {aq, Arg{"k", k}, Arg{"v", v}});
@@ -142,6 +142,16 @@ void kv_paged(core::AttentionParams& a, const detail::Plan& plan, const PagedKVC
 }
 
 void kv_scales(core::AttentionParams& a, const detail::Plan& plan, const KVScales& scales) {
+  validate::kv_scale("q_scale", scales.q_scale);
+  if (plan.params.dtype != DType::kE4M3 && (scales.q_scale != 1.0f || scales.q_scale_tensor))
+    throw Error(ErrorCode::kInvalidArgument,
+                "q_scale: got " + (scales.q_scale_tensor ? std::string("a tensor") : std::to_string(scales.q_scale)) +
+                    ", allowed: 1.0 for q of dtype " + dtype_name(plan.params.dtype) +
+                    " (q_scale dequantizes fp8 attention's float8_e4m3fn q)");
+  if (scales.q_scale_tensor)
+    validate::kv_scale_tensor("q_scale", *scales.q_scale_tensor, plan.shape.device, plan.shape.device_id);
+  a.q_scale_ptr = scales.q_scale_tensor ? static_cast<const float*>(scales.q_scale_tensor->data) : nullptr;
+  a.q_scale = scales.q_scale;
   a.k_scale_ptr = scale_of("k_scale", scales.k_scale, scales.k_scale_tensor, plan);
   a.v_scale_ptr = scale_of("v_scale", scales.v_scale, scales.v_scale_tensor, plan);
   a.k_scale = scales.k_scale;

@@ -114,7 +114,7 @@ void dtype(const Arg& a, DType want, const char* why) {
 namespace {
 // Why fp8 is refused where a 16-bit or 32-bit float is expected.
 const char* kFp8QNote =
-    " (fp8 q is the fp8-attention path, which is not built; an fp8 cache goes in k/v with kv_data_type)";
+    " (q of fp8 attention is float8_e4m3fn only; an fp8 cache with 16-bit q goes in k/v with kv_data_type)";
 }  // namespace
 
 void float_dtype(const Arg& a) {
@@ -123,7 +123,15 @@ void float_dtype(const Arg& a) {
          (is_fp8(a.t.dtype) ? kFp8QNote : ""));
 }
 
+void q_dtype(const Arg& a) {
+  if (a.t.dtype != DType::kE4M3) float_dtype(a);
+}
+
 void kv_dtype(DType q, DType kv) {
+  // fp8 attention: FlashInfer asserts q.dtype == k.dtype == v.dtype for fp8 q.
+  if (q == DType::kE4M3 && kv != q)
+    fail(std::string("kv_data_type: got ") + dtype_name(kv) +
+         " with q_data_type float8_e4m3fn, allowed: float8_e4m3fn (fp8 attention reads e4m3 q, K and V)");
   if (kv == q) return;
   if (!is_fp8(kv))
     fail(std::string("kv_data_type: got ") + dtype_name(kv) + " with q_data_type " + dtype_name(q) +
@@ -131,6 +139,22 @@ void kv_dtype(DType q, DType kv) {
   if (q != DType::kF16 && q != DType::kBF16)
     fail(std::string("kv_data_type: got ") + dtype_name(kv) + " with q_data_type " + dtype_name(q) +
          "; an fp8 cache is read with float16 or bfloat16 q");
+}
+
+DType o_dtype(DType q, std::optional<DType> o, const char* name) {
+  if (q != DType::kE4M3) {
+    if (o && *o != q)
+      fail(std::string(name) + ": got " + dtype_name(*o) + " with q_data_type " + dtype_name(q) +
+           ", allowed: q's dtype (another output dtype is fp8 attention's, with float8_e4m3fn q)");
+    return q;
+  }
+  if (!o)
+    fail(std::string(name) + ": not given, required with q_data_type float8_e4m3fn (fp8 attention writes "
+                             "float16 or bfloat16; there is no fp8 output)");
+  if (*o != DType::kF16 && *o != DType::kBF16)
+    fail(std::string(name) + ": got " + dtype_name(*o) +
+         " with q_data_type float8_e4m3fn, allowed: float16, bfloat16");
+  return *o;
 }
 
 void kv_scale(const char* name, float value) {

@@ -2,6 +2,7 @@
 // flashband::Error(kInvalidArgument) naming the argument, the value and what is allowed,
 // and runs before anything is launched or written.
 #pragma once
+#include <optional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -31,8 +32,13 @@ void dtype(const Arg& a, DType want, const char* why);
 // Dimension `dim` is at most 2^31 - 1 (lengths and head counts are int32 inside).
 void fits_int32(const Arg& a, int dim, const char* what);
 void float_dtype(const Arg& a);                                          // f16, bf16, f32
+// q of a call: float_dtype, or e4m3 (fp8 attention).
+void q_dtype(const Arg& a);
 // The K/V dtype a plan is given beside q's: q's own, or an fp8 format with fp16/bf16 q.
 void kv_dtype(DType q_dtype, DType kv_dtype);
+// The output dtype of a plan (SPEC.md "fp8 attention"): q's when q is not fp8 (a given one
+// must equal it); with e4m3 q it must be given, fp16 or bf16. `name` is the argument.
+DType o_dtype(DType q_dtype, std::optional<DType> o_dtype, const char* name);
 // An fp8 dequantization scale (KVScales): finite and > 0.
 void kv_scale(const char* name, float value);
 // A scale tensor: one float32 element on `device` (4-byte aligned); a host one's value is

@@ -60,6 +60,9 @@ std::string Case::name() const {
   s << entry_point_name(entry) << '_' << dtype_name(dtype) << "_d" << head_dim << "_h" << num_qo_heads << 'x'
     << num_kv_heads;
   if (kv_dtype) s << "_kv" << dtype_name(*kv_dtype);
+  if (o_dtype) s << "_o" << dtype_name(*o_dtype);
+  if (q_scale != 1.0f) s << "_qs" << number_token(q_scale);
+  if (outliers) s << "_outliers";
   if (k_scale != 1.0f) s << "_ks" << number_token(k_scale);
   if (v_scale != 1.0f) s << "_vs" << number_token(v_scale);
   if (scale_tensors) s << "_scaletensor";
@@ -124,8 +127,7 @@ CaseResult run_case(const Case& c, const RunConfig& cfg) {
   const Window window{c.window_left, c.window_right};
   const Reference ref = make_reference(c, data, window);
   r.visible_pairs = ref.visible_pairs;
-  const Comparison cmp = compare_attention(tolerance_for(c.dtype), c.num_qo_heads, c.head_dim, api.out, ref.out,
-                                           api.lse, ref.lse, ref.empty);
+  const Comparison cmp = judge_case(c, c, data, api);
   r.max_abs_err = cmp.max_abs_err;
   r.frob_rel_err = cmp.frob_rel_err;
   r.lse_max_err = cmp.lse_max_err;

@@ -29,6 +29,13 @@ struct Case {
   float v_scale = 1.0f;
   // Pass the scales as one-element float32 tensors on the device (the floats then 1.0).
   bool scale_tensors = false;
+  // fp8 attention (SPEC.md "fp8 attention"): dtype kE4M3 makes q, K and V e4m3 (normal /
+  // scale, so the dequantized inputs have unit spread), judged by fp8 attention's bound.
+  // o_dtype is the output's (fp16 or bf16, required then); q_scale q's descale; outliers
+  // makes one element in 64 sixteen times larger (a wide per-tensor range).
+  std::optional<DType> o_dtype;
+  float q_scale = 1.0f;
+  bool outliers = false;
   bool causal = false;
   int window_left = -1;
   int window_right = -1;  // with causal only -1 or 0 (SPEC.md)

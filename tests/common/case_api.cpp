@@ -80,12 +80,13 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
     for (std::size_t i = 0; i < data[b].q.size(); ++i)
       q.set(static_cast<int64_t>(qo_indptr[b]) * Hq * D + static_cast<int64_t>(i), data[b].q[i]);
   const int64_t out_stride_n = Hq * D + c.out_token_pad;
-  HostArray out(c.dtype, total_qo * out_stride_n), lse(DType::kF32, total_qo * Hq);
+  const DType out_dtype = case_out_dtype(c);
+  HostArray out(out_dtype, total_qo * out_stride_n), lse(DType::kF32, total_qo * Hq);
   out.fill_nan();
   lse.fill_nan();
   const DeviceBuffer dq = to_device(dev, q), dout = to_device(dev, out), dlse = to_device(dev, lse);
   const TensorView qv = TensorView::contiguous(dq.data(), c.dtype, {total_qo, Hq, D}, dev);
-  TensorView outv = TensorView::contiguous(dout.data(), c.dtype, {total_qo, Hq, D}, dev);
+  TensorView outv = TensorView::contiguous(dout.data(), out_dtype, {total_qo, Hq, D}, dev);
   outv.strides[0] = out_stride_n;
   const TensorView lsev = TensorView::contiguous(dlse.data(), DType::kF32, {total_qo, Hq}, dev);
   const TensorView* lse_arg = c.return_lse ? &lsev : nullptr;
@@ -106,17 +107,24 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
   BatchShape shape{Hq, Hk, D, c.dtype, dev, 0};
   shape.kv_dtype = c.kv_dtype;
+  shape.o_dtype = c.o_dtype;
 
   // fp8 scales: floats, or one-element float32 tensors on the device (the floats left 1.0,
   // so a run that read the float instead of the tensor fails the check).
-  HostArray scale_values(DType::kF32, 2);
+  HostArray scale_values(DType::kF32, 3);
   scale_values.set(0, c.k_scale);
   scale_values.set(1, c.v_scale);
+  scale_values.set(2, c.q_scale);
   const DeviceBuffer dscales = to_device(dev, scale_values);
-  const TensorView k_scale_t = TensorView::contiguous(dscales.data(), DType::kF32, {1}, dev);
-  const TensorView v_scale_t = TensorView::contiguous(static_cast<float*>(dscales.data()) + 1, DType::kF32, {1}, dev);
-  const KVScales scales = c.scale_tensors ? KVScales{1.0f, 1.0f, &k_scale_t, &v_scale_t}
-                                          : KVScales{c.k_scale, c.v_scale, nullptr, nullptr};
+  auto scale_view = [&](int i) {
+    return TensorView::contiguous(static_cast<float*>(dscales.data()) + i, DType::kF32, {1}, dev);
+  };
+  const TensorView k_scale_t = scale_view(0), v_scale_t = scale_view(1), q_scale_t = scale_view(2);
+  // q_scale only with fp8 attention: a 16-bit q with a q_scale tensor is refused by name.
+  const bool fp8_q = c.dtype == DType::kE4M3;
+  const KVScales scales = c.scale_tensors
+                              ? KVScales{1.0f, 1.0f, &k_scale_t, &v_scale_t, 1.0f, fp8_q ? &q_scale_t : nullptr}
+                              : KVScales{c.k_scale, c.v_scale, nullptr, nullptr, c.q_scale, nullptr};
   RunArgs run_args;  // the batch classes' run(), given opts.stream as FlashInfer's run() gives its stream
   run_args.scales = scales;
   run_args.sinks = sinks_arg;
@@ -227,7 +235,7 @@ ApiOutputs run_api(const Case& c, const std::vector<RequestData>& data, const Ru
   ApiOutputs result;
   result.info = run();
   synchronize(dev);
-  const std::vector<double> padded = read_back(dout, c.dtype, total_qo * out_stride_n);
+  const std::vector<double> padded = read_back(dout, out_dtype, total_qo * out_stride_n);
   result.out.resize(static_cast<std::size_t>(total_qo * Hq * D));
   for (int64_t t = 0; t < total_qo; ++t) {
     for (int64_t i = 0; i < out_stride_n; ++i) {

@@ -5,8 +5,10 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/mask.h"
+#include "compare.h"
 #include "dtype_values.h"
 #include "oracle.h"
 #include "parallel_tasks.h"
@@ -143,6 +145,50 @@ void tree_verify_mask(int qo_len, int kv_len, Rng& rng, std::vector<char>& mask)
   }
 }
 
+// The case's custom masks, if it has them.
+std::vector<RequestData> with_masks(const Case& c, std::vector<RequestData> data) {
+  if (c.mask_density) {
+    // Its own stream, so a masked case keeps the q, k and v of the same case without one.
+    Rng mask_rng(c.seed ^ 0x6d61736bULL);
+    for (RequestData& r : data) {
+      r.mask.resize(static_cast<std::size_t>(r.qo_len) * r.kv_len);
+      if (c.mask_tree) {
+        tree_verify_mask(r.qo_len, r.kv_len, mask_rng, r.mask);
+        continue;
+      }
+      for (std::size_t i = 0; i < r.mask.size(); ++i)
+        r.mask[i] = (r.qo_len < 3 || i >= static_cast<std::size_t>(r.kv_len)) && mask_rng.uniform() < *c.mask_density;
+    }
+  }
+  return data;
+}
+
+// e4m3 of normal / scale, so the dequantized values have unit spread; with outliers one
+// element in 64 is 16 times larger (saturating at e4m3's 448 before the rounding).
+std::vector<double> draw_e4m3(Rng& rng, std::size_t n, double scale, bool outliers) {
+  std::vector<double> x(n);
+  for (double& e : x) {
+    const double big = outliers && rng.uniform() < 1.0 / 64 ? 16.0 : 1.0;
+    e = round_to_dtype(DType::kE4M3, std::clamp(big * rng.normal() / scale, -448.0, 448.0));
+  }
+  return x;
+}
+
+// fp8 attention's inputs: q, k and v all e4m3, each of unit spread after its descale.
+std::vector<RequestData> fp8_attention_data(const Case& c, const std::vector<int>& qo, Rng& rng) {
+  std::vector<RequestData> data(c.kv_lens.size());
+  const std::size_t Hq = c.num_qo_heads, Hk = c.num_kv_heads, D = c.head_dim;
+  for (std::size_t b = 0; b < data.size(); ++b) {
+    RequestData& r = data[b];
+    r.qo_len = qo[b];
+    r.kv_len = c.kv_lens[b];
+    r.q = draw_e4m3(rng, r.qo_len * Hq * D, c.q_scale, c.outliers);
+    r.k = draw_e4m3(rng, r.kv_len * Hk * D, c.k_scale, c.outliers);
+    r.v = draw_e4m3(rng, r.kv_len * Hk * D, c.v_scale, c.outliers);
+  }
+  return data;
+}
+
 }  // namespace
 
 std::vector<RequestData> make_case_data(const Case& c) {
@@ -155,6 +201,7 @@ std::vector<RequestData> make_case_data(const Case& c) {
     return x;
   };
   const DType kv = c.kv_dtype.value_or(c.dtype);
+  if (c.dtype == DType::kE4M3) return with_masks(c, fp8_attention_data(c, qo, rng));
   const bool fp8 = is_fp8(kv);
   // K's d = 0 reaches the format's largest value; q's d = 0 shrinks by as much, so that
   // key's logits stay of unit spread (else softmax is one-hot and the LSE past float32's
@@ -179,23 +226,10 @@ std::vector<RequestData> make_case_data(const Case& c) {
     r.k = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.k_scale, k_top);
     r.v = draw_fp8(kv, rng, r.kv_len, c.num_kv_heads, c.head_dim, c.v_scale, v_top);
   }
-  if (c.mask_density) {
-    // Its own stream, so a masked case keeps the q, k and v of the same case without one.
-    Rng mask_rng(c.seed ^ 0x6d61736bULL);
-    for (RequestData& r : data) {
-      r.mask.resize(static_cast<std::size_t>(r.qo_len) * r.kv_len);
-      if (c.mask_tree) {
-        tree_verify_mask(r.qo_len, r.kv_len, mask_rng, r.mask);
-        continue;
-      }
-      for (std::size_t i = 0; i < r.mask.size(); ++i)
-        r.mask[i] = (r.qo_len < 3 || i >= static_cast<std::size_t>(r.kv_len)) && mask_rng.uniform() < *c.mask_density;
-    }
-  }
-  return data;
+  return with_masks(c, std::move(data));
 }
 
-Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window) {
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window, bool quantize_p) {
   std::vector<OracleProblem> problems(data.size());
   std::vector<OracleResult> results(data.size());
   for (std::size_t b = 0; b < data.size(); ++b) {
@@ -212,6 +246,8 @@ Reference make_reference(const Case& c, const std::vector<RequestData>& data, Wi
     p.sm_scale = case_sm_scale(c);
     p.k_scale = c.k_scale;
     p.v_scale = c.v_scale;
+    p.q_scale = c.q_scale;
+    p.quantize_p = quantize_p;
     p.sinks.assign(c.sinks.begin(), c.sinks.end());
     p.mask = data[b].mask;
     results[b] = oracle_empty_result(p);
@@ -255,6 +291,24 @@ bool window_changes_visibility(const Case& c, Window with, Window without) {
       return true;
   }
   return false;
+}
+
+DType case_out_dtype(const Case& c) { return c.o_dtype.value_or(c.dtype); }
+
+Comparison judge_case(const Case& c, const Case& ref_case, const std::vector<RequestData>& data,
+                      const ApiOutputs& api) {
+  const Window window{ref_case.window_left, ref_case.window_right};
+  const Reference ref = make_reference(ref_case, data, window);
+  Tolerance tol = tolerance_for(case_out_dtype(c));
+  if (c.dtype == DType::kE4M3) {
+    // FlashAttention-3's style of bound: twice what exact arithmetic on the quantized P
+    // misses, plus the output dtype's rounding; no relative term.
+    const Reference emulated = make_reference(ref_case, data, window, /*quantize_p=*/true);
+    tol.atol += 2.0 * max_abs_diff(emulated.out, ref.out);
+    tol.rtol = 0.0;
+    tol.frob = kFp8AttentionFrob;
+  }
+  return compare_attention(tol, c.num_qo_heads, c.head_dim, api.out, ref.out, api.lse, ref.lse, ref.empty);
 }
 
 }  // namespace flashband::testing

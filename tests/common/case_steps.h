@@ -61,7 +61,17 @@ struct Window {
   int left = -1;
   int right = -1;
 };
-Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window);
+// quantize_p: fp8 attention's emulating reference (P quantized as SPEC.md states) rather than
+// the exact one.
+Reference make_reference(const Case& c, const std::vector<RequestData>& data, Window window, bool quantize_p = false);
+// The output's dtype: c.o_dtype, else q's.
+DType case_out_dtype(const Case& c);
+// api against the oracle for `ref_case` (c, or c with an input changed) with the bound of
+// c's dtype: SPEC.md's 16-bit tolerances, or fp8 attention's (Frobenius <= 3e-2 against the
+// exact reference, max error <= 2x the emulating reference's + the output dtype's atol).
+struct Comparison;
+Comparison judge_case(const Case& c, const Case& ref_case, const std::vector<RequestData>& data,
+                      const ApiOutputs& api);
 
 // Whether the case's requests see other keys under `with` than under `without`.
 bool window_changes_visibility(const Case& c, Window with, Window without);

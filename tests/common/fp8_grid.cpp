@@ -87,9 +87,7 @@ ScaleJudgement judge_as(const Case& c, const Case& judged) {
   const std::vector<RequestData> data = make_case_data(c);
   const ApiOutputs api = run_api(c, data);
   auto passes = [&](const Case& ref_case, std::string* failure) {
-    const Reference ref = make_reference(ref_case, data, Window{c.window_left, c.window_right});
-    const Comparison cmp = compare_attention(tolerance_for(c.dtype), c.num_qo_heads, c.head_dim, api.out, ref.out,
-                                             api.lse, ref.lse, ref.empty);
+    const Comparison cmp = judge_case(c, ref_case, data, api);
     if (failure) *failure = cmp.failure;
     return cmp.passed;
   };

@@ -5,7 +5,15 @@
 #include <limits>
 #include <stdexcept>
 
+#include "dtype_values.h"
+
 namespace flashband::testing {
+
+namespace {
+// fp8 attention's P for P.V (SPEC.md): e4m3 of 2^8 e, ties to even (dtype_values' nearest
+// code search, not the cpu backend's rounding), scaled back.
+double quantized_probability(double e) { return round_to_dtype(DType::kE4M3, 256.0 * e) / 256.0; }
+}  // namespace
 
 bool oracle_visible(int qo_len, int kv_len, bool causal, int window_left, int window_right, int i, int j) {
   const long pos = static_cast<long>(i) + kv_len - qo_len;  // bottom-right alignment
@@ -83,7 +91,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
       for (; d + 4 <= D; d += 4)
         for (int e = 0; e < 4; ++e) part[e] += qi[d + e] * kj[d + e];
       for (; d < D; ++d) part[0] += qi[d] * kj[d];
-      double x = p.sm_scale * p.k_scale * ((part[0] + part[1]) + (part[2] + part[3]));
+      double x = p.sm_scale * p.q_scale * p.k_scale * ((part[0] + part[1]) + (part[2] + part[3]));
       if (p.logits_soft_cap > 0.0) x = p.logits_soft_cap * std::tanh(x / p.logits_soft_cap);
       s[j] = x;
       m = std::max(m, x);
@@ -98,6 +106,7 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
       r.empty[row] = 1;
       continue;
     }
+    const double m_keys = m;  // fp8 attention quantizes P against the keys' maximum alone
     m = std::max(m, sink);
     double sum = sink == neg_inf ? 0.0 : std::exp(sink - m);
     for (int j = 0; j < p.kv_len; ++j)
@@ -105,7 +114,9 @@ void oracle_attention_head(const OracleProblem& p, const std::vector<double>& q,
     for (int d = 0; d < D; ++d) oi[d] = 0.0;
     for (int j = 0; j < p.kv_len; ++j) {
       if (!vis[j]) continue;
-      const double w = p.v_scale * std::exp(s[j] - m) / sum;
+      const double e = p.quantize_p ? quantized_probability(std::exp(s[j] - m_keys)) * std::exp(m_keys - m)
+                                    : std::exp(s[j] - m);
+      const double w = p.v_scale * e / sum;
       const double* vj = &v[(static_cast<std::size_t>(j) * Hk + hk) * D];
       for (int d = 0; d < D; ++d) oi[d] += w * vj[d];
     }

@@ -22,6 +22,11 @@ struct OracleProblem {
   // are then the stored fp8 values, exact in double.
   double k_scale = 1.0;
   double v_scale = 1.0;
+  // fp8 attention (SPEC.md): logits scale by q_scale too; with quantize_p the oracle becomes
+  // the fp8-emulating reference, P.V using e4m3(2^8 exp(s - m)) / 2^8 against the row's
+  // final maximum while the denominator keeps the exact weights.
+  double q_scale = 1.0;
+  bool quantize_p = false;
   // Attention sinks, natural-log domain: [num_qo_heads], or empty for none (SPEC.md).
   std::vector<double> sinks;
   // Custom mask (SPEC.md "Custom masks"), unpacked: [qo_len * kv_len] row-major, nonzero where

@@ -11,6 +11,7 @@
 
 #include "core/float_convert.h"
 #include "dispatch/select.h"
+#include "expect_refused.h"
 #include "flashband/attention.h"
 
 namespace flashband {
@@ -68,13 +69,7 @@ Options lse_opts() {
 }
 
 void expect_refused(Fp8Buffers& b, const std::function<void()>& call, const std::string& needle) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
+  testing::expect_invalid_argument(call, needle);
   EXPECT_TRUE(b.untouched()) << "an output was written despite the error";
 }
 
@@ -199,13 +194,16 @@ TEST(Fp8Validation, PlanDtypes) {
   expect_refused(b, plan(b.shape(DType::kE4M3, DType::kF32)), "with q_data_type float32; an fp8 cache is read");
   expect_refused(b, plan(b.shape(DType::kF16, DType::kBF16)), "kv_data_type: got float16 with q_data_type bfloat16");
   expect_refused(b, plan(b.shape(DType::kI32, DType::kBF16)), "kv_data_type: got int32");
-  // fp8 q: the fp8-attention path, refused naming it, at plan and in single prefill.
-  expect_refused(b, plan(b.shape(std::nullopt, DType::kE4M3)), "q_data_type: got float8_e4m3fn");
-  expect_refused(b, plan(b.shape(DType::kE4M3, DType::kE4M3)), "fp8-attention path");
+  // e4m3 q is fp8 attention (tests/unit/fp8_attention_test.cpp): without an output dtype it
+  // is refused naming o_data_type; e5m2 q is no path at all.
+  expect_refused(b, plan(b.shape(std::nullopt, DType::kE4M3)), "o_data_type: not given");
+  expect_refused(b, plan(b.shape(DType::kE4M3, DType::kE4M3)), "o_data_type: not given");
+  expect_refused(b, plan(b.shape(DType::kE5M2, DType::kE5M2)), "q_data_type: got float8_e5m2");
   TensorView q8 = b.tq();
   q8.dtype = DType::kE5M2;
   TensorView lse = b.tl();
-  expect_refused(b, [&] { single_prefill(q8, b.tk(), b.tv(), b.to(), &lse, lse_opts()); }, "fp8-attention path");
+  expect_refused(b, [&] { single_prefill(q8, b.tk(), b.tv(), b.to(), &lse, lse_opts()); },
+                 "q of fp8 attention is float8_e4m3fn only");
 }
 
 // The capability table's K/V dtype column: a backend without the format refuses by name,

@@ -39,8 +39,10 @@ TEST(RegistryCoverage, EveryAdmittedKeyHasAKernel) {
     const Limits& l = row.limits;
     const bool mask_admitted = l.causal || l.window_with_causal || l.window_without_causal;
     for (DType dtype : l.dtypes) {
+      // fp8 caches go with 16-bit q; fp8 attention's q (e4m3) with e4m3 K/V only (SPEC.md).
       std::vector<DType> kv_dtypes = {dtype};
-      if (dtype != DType::kF32) kv_dtypes.insert(kv_dtypes.end(), l.kv_dtypes.begin(), l.kv_dtypes.end());
+      if (dtype == DType::kF16 || dtype == DType::kBF16)
+        kv_dtypes.insert(kv_dtypes.end(), l.kv_dtypes.begin(), l.kv_dtypes.end());
       for (DType kv_dtype : kv_dtypes)
         for (int head_dim : admitted_head_dims(l))
           for (int mask : {0, 1, 2})

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kv_address.h"
+#include "backends/cpu/p_quantize.h"
 #include "backends/cpu/parallel_for.h"
 #include "backends/cpu/row_io.h"
 #include "backends/cpu/tile_kernels.h"
@@ -42,6 +43,7 @@ struct Scratch {
   std::vector<float> v;                    // [kKeyTile, D]
   std::vector<float> s;                    // [kKeyTile], one row's logits, then weights
   std::vector<float> row;                  // [D], conversion buffer
+  std::vector<float> row_max;              // [group * rows], fp8 attention's final maxima
 
   Scratch(int group, int head_dim)
       : q(static_cast<size_t>(group) * kRowBlock * head_dim),
@@ -50,7 +52,8 @@ struct Scratch {
         kt(static_cast<size_t>(head_dim) * kKeyTile, 0.0f),
         v(static_cast<size_t>(kKeyTile) * head_dim),
         s(kKeyTile),
-        row(head_dim) {}
+        row(head_dim),
+        row_max(state.size()) {}
 };
 
 // How raw dot products become base-2 logits: s2 = dot * q_scale without a soft cap (the
@@ -65,9 +68,10 @@ struct LogitTransform {
 // A scale tensor (one float in host memory here) is read now, at run time, and wins.
 float scale_now(float value, const float* tensor) { return tensor ? *tensor : value; }
 
-// k_scale multiplies every logit before the cap (SPEC.md), so it folds into q's scale.
+// k_scale (and fp8 attention's q_scale) multiplies every logit before the cap (SPEC.md), so
+// it folds into q's scale.
 LogitTransform make_transform(const core::AttentionParams& p) {
-  const float scale = p.sm_scale * scale_now(p.k_scale, p.k_scale_ptr);
+  const float scale = p.sm_scale * scale_now(p.k_scale, p.k_scale_ptr) * scale_now(p.q_scale, p.q_scale_ptr);
   const float v_scale = scale_now(p.v_scale, p.v_scale_ptr);
   if (p.logits_soft_cap > 0.0f)
     return {scale / p.logits_soft_cap, p.logits_soft_cap * core::kLog2e, v_scale};
@@ -137,38 +141,58 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
   const RequestKV kv(p, w.request);
   const uint8_t* bits = p.custom_mask ? p.custom_mask + p.mask_indptr[w.request] : nullptr;
   const core::KVRange band = core::rows_kv_range(mask, w.row_begin, w.row_end);
-  for (int t0 = band.first; t0 < band.last; t0 += kKeyTile) {
-    const int n = std::min(kKeyTile, band.last - t0);
-    load_kv_tile(p, kv, w.kv_head, t0, n, sc);
-    for (int r = 0; r < rows; ++r) {
-      const core::KVRange keys = core::row_kv_range(mask, w.row_begin + r);
-      const int j0 = std::max(keys.first, t0) - t0;
-      const int j1 = std::min(keys.last, t0 + n) - t0;
-      if (j1 <= j0) continue;
-      for (int g = 0; g < group; ++g) {
-        const int x = g * rows + r;
-        float* s = sc.s.data();
-        float* acc = sc.acc.data() + static_cast<size_t>(x) * D;
-        tile_scores(sc.q.data() + static_cast<size_t>(x) * D, sc.kt.data(), D, j0, j1, s);
-        if (xf.cap_log2e > 0.0f)
-          for (int j = j0; j < j1; ++j) s[j] = std::tanh(s[j]) * xf.cap_log2e;
-        if (bits && !hide_masked_keys(bits, w.row_begin + r, kv_len, t0, j0, j1, s)) continue;
-        float block_max = s[j0];
-        for (int j = j0 + 1; j < j1; ++j) block_max = std::max(block_max, s[j]);
-
-        core::SoftmaxState& st = sc.state[x];
-        const float rescale = st.rescale_to(block_max);
-        if (rescale != 1.0f) scale_row(acc, D, rescale);
-        float sum = 0.0f;
-        for (int j = j0; j < j1; ++j) {
-          s[j] = core::fb_exp2(s[j] - st.m);
-          sum += s[j];
+  // Calls visit(x, j0, j1) with sc.s[j0, j1) holding local row x's base-2 logits of keys
+  // t0 + [j0, j1) (capped, custom-masked) and sc.v the tile's values, for every tile and row
+  // that sees one of its keys.
+  auto for_each_row_tile = [&](auto&& visit) {
+    for (int t0 = band.first; t0 < band.last; t0 += kKeyTile) {
+      const int n = std::min(kKeyTile, band.last - t0);
+      load_kv_tile(p, kv, w.kv_head, t0, n, sc);
+      for (int r = 0; r < rows; ++r) {
+        const core::KVRange keys = core::row_kv_range(mask, w.row_begin + r);
+        const int j0 = std::max(keys.first, t0) - t0;
+        const int j1 = std::min(keys.last, t0 + n) - t0;
+        if (j1 <= j0) continue;
+        for (int g = 0; g < group; ++g) {
+          const int x = g * rows + r;
+          float* s = sc.s.data();
+          tile_scores(sc.q.data() + static_cast<size_t>(x) * D, sc.kt.data(), D, j0, j1, s);
+          if (xf.cap_log2e > 0.0f)
+            for (int j = j0; j < j1; ++j) s[j] = std::tanh(s[j]) * xf.cap_log2e;
+          if (bits && !hide_masked_keys(bits, w.row_begin + r, kv_len, t0, j0, j1, s)) continue;
+          visit(x, j0, j1);
         }
-        st.add(sum);
-        accumulate_values(s, sc.v.data(), D, j0, j1, acc);
       }
     }
+  };
+  auto block_max = [&](int j0, int j1) {
+    float m = sc.s[j0];
+    for (int j = j0 + 1; j < j1; ++j) m = std::max(m, sc.s[j]);
+    return m;
+  };
+
+  // fp8 attention quantizes P against each row's final maximum (SPEC.md "fp8 attention"), so
+  // a first pass finds it; the second then never rescales and P is what the spec states.
+  const bool quantize_p = p.dtype == DType::kE4M3;
+  if (quantize_p) {
+    std::fill(sc.row_max.begin(), sc.row_max.end(), core::neg_inf());
+    for_each_row_tile([&](int x, int j0, int j1) { sc.row_max[x] = std::max(sc.row_max[x], block_max(j0, j1)); });
   }
+  for_each_row_tile([&](int x, int j0, int j1) {
+    float* s = sc.s.data();
+    float* acc = sc.acc.data() + static_cast<size_t>(x) * D;
+    core::SoftmaxState& st = sc.state[x];
+    const float rescale = st.rescale_to(quantize_p ? sc.row_max[x] : block_max(j0, j1));
+    if (rescale != 1.0f) scale_row(acc, D, rescale);
+    float sum = 0.0f;
+    for (int j = j0; j < j1; ++j) {
+      s[j] = core::fb_exp2(s[j] - st.m);
+      sum += s[j];  // the row sum is of the unquantized weights (SPEC.md)
+      if (quantize_p) s[j] = quantize_probability(s[j]);
+    }
+    st.add(sum);
+    accumulate_values(s, sc.v.data(), D, j0, j1, acc);
+  });
 
   for (int g = 0; g < group; ++g) {
     const int h = w.kv_head * group + g;
@@ -178,7 +202,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
       // The sink joins the denominator once, after every key (SPEC.md "Attention sinks").
       float out_scale = st.output_scale(), lse = st.lse();
       core::fold_sink(core::sink_log2(p.sinks, h), out_scale, lse);
-      store_row(p.dtype, p.o, (token0 + r) * p.o_stride_n + h * p.o_stride_h, D,
+      store_row(p.o_dtype, p.o, (token0 + r) * p.o_stride_n + h * p.o_stride_h, D,
                 sc.acc.data() + static_cast<size_t>(x) * D, out_scale * xf.v_scale);
       if (p.lse != nullptr) p.lse[(token0 + r) * p.lse_stride_n + h * p.lse_stride_h] = lse;
     }

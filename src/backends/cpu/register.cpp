@@ -4,18 +4,28 @@
 #include "dispatch/registry.h"
 #include "plan/plan.h"
 
+#include <vector>
+
 namespace flashband {
 
 namespace dispatch {
 
+namespace {
+// K/V dtypes beside q's (validate::kv_dtype): fp8 caches with 16-bit q; fp8 attention reads
+// e4m3 q, K and V.
+std::vector<DType> kv_dtypes_for(DType q) {
+  if (q == DType::kF16 || q == DType::kBF16) return {q, DType::kE4M3, DType::kE5M2};
+  return {q};
+}
+}  // namespace
+
 void register_cpu_kernels(Registry& r) {
   for (KernelShape shape : {KernelShape::kPrefill, KernelShape::kDecode})
     for (core::KVStorage storage : {core::KVStorage::kContiguous, core::KVStorage::kPaged})
-      for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32})
-        for (DType kv_dtype : {dtype, DType::kE4M3, DType::kE5M2})
+      for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32, DType::kE4M3})
+        for (DType kv_dtype : kv_dtypes_for(dtype))
         for (int mask = 0; mask < 3; ++mask)  // none, needs_mask, needs_mask + custom mask
           for (bool soft_cap : {false, true}) {
-            if (is_fp8(kv_dtype) && dtype == DType::kF32) continue;  // fp8 caches have 16-bit q
             VariantKey key;
             key.backend = Backend::kCPU;
             key.shape = shape;
