@@ -46,36 +46,23 @@ struct Buffers {
     s.o_dtype = o_dtype;
     return s;
   }
-  bool untouched() const {
-    for (uint16_t x : o)
-      if (x != kSentinel) return false;
-    for (float x : lse)
-      if (x != 12345.0f) return false;
-    return true;
-  }
+  bool untouched() const { return testing::all_sentinel(o, kSentinel) && testing::all_sentinel(lse, 12345.0f); }
 };
 
-Options lse_opts() {
-  Options o;
-  o.return_lse = true;
-  return o;
-}
-
 void expect_refused(Buffers& b, const std::function<void()>& call, const std::string& needle) {
-  testing::expect_invalid_argument(call, needle);
-  EXPECT_TRUE(b.untouched()) << "an output was written despite the error";
+  testing::expect_refused_untouched(call, needle, [&] { return b.untouched(); });
 }
 
 void run_ragged(Buffers& b, const KVScales& s) {
   BatchPrefillRagged r;
-  r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), lse_opts(), {});
+  r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), testing::lse_options(), {});
   TensorView lse = b.tl();
   r.run(b.tq(), b.tk(), b.tv(), b.to(), &lse, RunArgs{s});
 }
 
 void run_single(Buffers& b, const KVScales& s) {
   TensorView lse = b.tl();
-  single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, lse_opts(), {}, s);
+  single_prefill(b.tq(), b.tk(), b.tv(), b.to(), &lse, testing::lse_options(), {}, s);
 }
 
 TEST(Fp8AttentionValidation, GoodInputRuns) {
@@ -90,7 +77,7 @@ TEST(Fp8AttentionValidation, GoodInputRuns) {
 TEST(Fp8AttentionValidation, PlanDtypes) {
   Buffers b;
   BatchPrefillRagged r;
-  auto plan = [&](BatchShape s) { return [&, s] { r.plan(b.qo_indptr, b.kv_indptr, 1, s, lse_opts(), {}); }; };
+  auto plan = [&](BatchShape s) { return [&, s] { r.plan(b.qo_indptr, b.kv_indptr, 1, s, testing::lse_options(), {}); }; };
   EXPECT_NO_THROW(plan(b.shape(DType::kF16))());
   expect_refused(b, plan(b.shape(std::nullopt)), "o_data_type: not given, required with q_data_type float8_e4m3fn");
   expect_refused(b, plan(b.shape(DType::kE4M3)), "o_data_type: got float8_e4m3fn with q_data_type float8_e4m3fn, "
@@ -106,16 +93,16 @@ TEST(Fp8AttentionValidation, PlanDtypes) {
 TEST(Fp8AttentionValidation, RunTensors) {
   Buffers b;
   BatchPrefillRagged r;
-  r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), lse_opts(), {});
+  r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), testing::lse_options(), {});
   TensorView lse = b.tl();
   expect_refused(b, [&] { r.run(b.tq(), b.tk(), b.tv(), b.to(DType::kF16), &lse); },
                  "out: dtype float16, expected bfloat16 (the o_data_type given to plan())");
   expect_refused(b, [&] { r.run(b.tq(DType::kE5M2), b.tk(), b.tv(), b.to(), &lse); }, "q: dtype float8_e5m2");
   expect_refused(b, [&] { r.run(b.tq(), b.tk(DType::kE5M2), b.tv(DType::kE5M2), b.to(), &lse); }, "k: dtype float8_e5m2");
   // single prefill takes the output dtype from out: it must be fp16 or bf16.
-  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(DType::kE4M3), &lse, lse_opts()); },
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(), b.to(DType::kE4M3), &lse, testing::lse_options()); },
                  "out: got float8_e4m3fn with q_data_type float8_e4m3fn, allowed: float16, bfloat16");
-  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(DType::kBF16), b.tv(DType::kBF16), b.to(), &lse, lse_opts()); },
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(DType::kBF16), b.tv(DType::kBF16), b.to(), &lse, testing::lse_options()); },
                  "k: dtype bfloat16, expected float8_e4m3fn (must match q)");
 }
 
@@ -135,7 +122,7 @@ TEST(Fp8AttentionValidation, QScale) {
   std::vector<uint16_t> q16(b.q.size(), 0x3f80);
   const TensorView q = TensorView::contiguous(q16.data(), DType::kBF16, {b.qo, b.hq, b.d});
   TensorView lse = b.tl();
-  expect_refused(b, [&] { single_prefill(q, b.tk(), b.tv(), b.to(), &lse, lse_opts(), {}, KVScales{1, 1, nullptr, nullptr, 2.0f, nullptr}); },
+  expect_refused(b, [&] { single_prefill(q, b.tk(), b.tv(), b.to(), &lse, testing::lse_options(), {}, KVScales{1, 1, nullptr, nullptr, 2.0f, nullptr}); },
                  "q_scale: got 2.000000, allowed: 1.0 for q of dtype bfloat16");
 }
 

@@ -53,24 +53,11 @@ struct Fp8Buffers {
     s.kv_dtype = kv_dtype;
     return s;
   }
-  bool untouched() const {
-    for (uint16_t x : o)
-      if (x != kSentinel) return false;
-    for (float x : lse)
-      if (x != 12345.0f) return false;
-    return true;
-  }
+  bool untouched() const { return testing::all_sentinel(o, kSentinel) && testing::all_sentinel(lse, 12345.0f); }
 };
 
-Options lse_opts() {
-  Options o;
-  o.return_lse = true;
-  return o;
-}
-
 void expect_refused(Fp8Buffers& b, const std::function<void()>& call, const std::string& needle) {
-  testing::expect_invalid_argument(call, needle);
-  EXPECT_TRUE(b.untouched()) << "an output was written despite the error";
+  testing::expect_refused_untouched(call, needle, [&] { return b.untouched(); });
 }
 
 // One run per entry point, each given `scales` (and `kv_dtype` K/V at run time).
@@ -80,26 +67,26 @@ std::vector<std::pair<const char*, EntryRun>> entry_runs() {
       {"single",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          TensorView lse = b.tl();
-         single_prefill(b.tq(), b.tk(dt), b.tv(dt), b.to(), &lse, lse_opts(), {}, s);
+         single_prefill(b.tq(), b.tk(dt), b.tv(dt), b.to(), &lse, testing::lse_options(), {}, s);
        }},
       {"ragged",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          BatchPrefillRagged r;
-         r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), lse_opts(), {});
+         r.plan(b.qo_indptr, b.kv_indptr, 1, b.shape(), testing::lse_options(), {});
          TensorView lse = b.tl();
          r.run(b.tq(), b.tk(dt), b.tv(dt), b.to(), &lse, RunArgs{s});
        }},
       {"paged",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          BatchPrefillPaged p;
-         p.plan(b.qo_indptr, b.index(), 1, b.shape(), lse_opts(), {});
+         p.plan(b.qo_indptr, b.index(), 1, b.shape(), testing::lse_options(), {});
          TensorView lse = b.tl();
          p.run(b.tq(), b.cache(dt), b.to(), &lse, RunArgs{s});
        }},
       {"decode",
        [](Fp8Buffers& b, const KVScales& s, DType dt) {
          BatchDecodePaged p;
-         p.plan(b.index(), 1, b.shape(), lse_opts(), {});
+         p.plan(b.index(), 1, b.shape(), testing::lse_options(), {});
          TensorView lse = b.tl(1);
          p.run(b.tq(1), b.cache(dt), b.to(1), &lse, RunArgs{s});
        }},
@@ -167,7 +154,7 @@ TEST(Fp8Validation, RunKVDtypeMustBeThePlans) {
   // single prefill: v must have k's dtype.
   Fp8Buffers b;
   TensorView lse = b.tl();
-  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(DType::kE5M2), b.to(), &lse, lse_opts()); },
+  expect_refused(b, [&] { single_prefill(b.tq(), b.tk(), b.tv(DType::kE5M2), b.to(), &lse, testing::lse_options()); },
                  "v: dtype float8_e5m2, expected float8_e4m3fn");
 }
 
@@ -180,17 +167,17 @@ TEST(Fp8Validation, ScalesNeedAnFp8Cache) {
   const TensorView v = TensorView::contiguous(v16.data(), DType::kBF16, {b.kv, b.hk, b.d});
   TensorView lse = b.tl();
   const TensorView t = TensorView::contiguous(&b.scale[3], DType::kF32, {1});
-  expect_refused(b, [&] { single_prefill(b.tq(), k, v, b.to(), &lse, lse_opts(), {}, {0.5f, 1.0f, nullptr, nullptr}); },
+  expect_refused(b, [&] { single_prefill(b.tq(), k, v, b.to(), &lse, testing::lse_options(), {}, {0.5f, 1.0f, nullptr, nullptr}); },
                  "k_scale: got 0.5");
-  expect_refused(b, [&] { single_prefill(b.tq(), k, v, b.to(), &lse, lse_opts(), {}, {1.0f, 1.0f, nullptr, &t}); },
+  expect_refused(b, [&] { single_prefill(b.tq(), k, v, b.to(), &lse, testing::lse_options(), {}, {1.0f, 1.0f, nullptr, &t}); },
                  "v_scale: got a tensor, allowed: 1.0 for K/V of dtype bfloat16");
-  EXPECT_NO_THROW(single_prefill(b.tq(), k, v, b.to(), &lse, lse_opts(), {}, {1.0f, 1.0f, nullptr, nullptr}));
+  EXPECT_NO_THROW(single_prefill(b.tq(), k, v, b.to(), &lse, testing::lse_options(), {}, {1.0f, 1.0f, nullptr, nullptr}));
 }
 
 TEST(Fp8Validation, PlanDtypes) {
   Fp8Buffers b;
   BatchPrefillRagged r;
-  auto plan = [&](BatchShape s) { return [&, s] { r.plan(b.qo_indptr, b.kv_indptr, 1, s, lse_opts(), {}); }; };
+  auto plan = [&](BatchShape s) { return [&, s] { r.plan(b.qo_indptr, b.kv_indptr, 1, s, testing::lse_options(), {}); }; };
   expect_refused(b, plan(b.shape(DType::kE4M3, DType::kF32)), "with q_data_type float32; an fp8 cache is read");
   expect_refused(b, plan(b.shape(DType::kF16, DType::kBF16)), "kv_data_type: got float16 with q_data_type bfloat16");
   expect_refused(b, plan(b.shape(DType::kI32, DType::kBF16)), "kv_data_type: got int32");
@@ -202,7 +189,7 @@ TEST(Fp8Validation, PlanDtypes) {
   TensorView q8 = b.tq();
   q8.dtype = DType::kE5M2;
   TensorView lse = b.tl();
-  expect_refused(b, [&] { single_prefill(q8, b.tk(), b.tv(), b.to(), &lse, lse_opts()); },
+  expect_refused(b, [&] { single_prefill(q8, b.tk(), b.tv(), b.to(), &lse, testing::lse_options()); },
                  "q of fp8 attention is float8_e4m3fn only");
 }
 

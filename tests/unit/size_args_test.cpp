@@ -6,19 +6,14 @@
 #include <functional>
 #include <string>
 
+#include "expect_refused.h"
 #include "flashband/attention.h"
 
 namespace flashband {
 namespace {
 
 void expect_refused(const std::function<void()>& call, const std::string& needle) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
+  testing::expect_invalid_argument(call, needle);
 }
 
 TEST(SizeArgs, NegativeCountsAreRefusedByName) {
