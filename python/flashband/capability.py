@@ -68,8 +68,8 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
     as the wrappers' plan() argument (cudnn refuses it). window_right: as plan() takes it
     (>= 1 for a two-sided window; 0 is causal). kv_dtype: the K/V storage (None: dtype's;
     'float8_e4m3fn' / 'float8_e5m2': an fp8 cache, the capability table's K/V dtype column).
-    sinks: runs pass attention sinks (run()'s `sinks`; cudnn refuses them). custom_mask: the
-    plan has a custom mask (only cpu's prefill serves one; GPU kernels are not written yet)."""
+    sinks: runs pass attention sinks (run()'s `sinks`; cudnn: prefill only, cuDNN >= 9.13).
+    custom_mask: the plan has a custom mask (cpu, sm80 and sm90 prefill serve one)."""
     problem = _problem(op, dtype, device, head_dim, num_qo_heads, num_kv_heads, causal,
                        window_left, window_right, logits_soft_cap, return_lse, kv_layout, page_size,
                        has_empty_rows, disable_split_kv=disable_split_kv, kv_dtype=kv_dtype,

@@ -110,11 +110,9 @@ Limits cudnn_limits(bool decode_before_sm90) {
   l.cudnn_versions = true;
   l.custom_mask = false;
   l.note_custom_mask = kNoMaskKernels;
-  // cudnn-frontend's SDPA takes a sink_token (cuDNN >= 9.13), but flashband's graphs do not
-  // bind one yet: refused rather than ignored.
-  l.sinks = false;
-  l.note_sinks = ": cuDNN >= 9.13 expresses them (cudnn-frontend sink_token), flashband's graphs do not bind them yet; "
-                 "sm90, sm80 and cpu do";
+  // Sinks go into the graph as cudnn-frontend's sink_token (cuDNN >= 9.13: the version
+  // before is a known-bad window, dispatch/cudnn_known_bad.h).
+  l.sinks = true;
   return l;
 }
 
@@ -152,6 +150,12 @@ std::vector<CapabilityRow> build_table() {
     if (r.op != Op::kPagedDecode) continue;
     r.limits.custom_mask = false;
     r.limits.note_custom_mask = ": paged decode takes no custom mask (nor does FlashInfer's); use paged prefill";
+    if (r.backend == Backend::kCUDNN) {
+      // cudnn-frontend refuses a sink_token in its decode mode ("decode only mode, i.e. s_q ==
+      // 1, not supported with sink_token", seen by validating on the host with 9.19).
+      r.limits.sinks = false;
+      r.limits.note_sinks = ": cuDNN's decode mode (s_q = 1) takes no sink token; sm80 and cpu serve sinks in decode";
+    }
   }
   // Served and compiled, but their GPU grids have not run (findings F45): clear a bit
   // together with the run that validates it (tests/gpu/attention_grid_test.cpp Band,
@@ -161,7 +165,7 @@ std::vector<CapabilityRow> build_table() {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
     if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV | kFeatureCustomMask;
     if (r.backend == Backend::kSM90) r.unvalidated |= kFeatureCustomMask;  // tests/gpu/custom_mask_sm90_test.cpp
-    if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight;
+    if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
   }
   return rows;
 }

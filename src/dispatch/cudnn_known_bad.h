@@ -17,6 +17,7 @@ enum class BadScope {
   kAllForward,           // every fp16/bf16 SDPA forward graph
   kNonCausalWindowLong,  // window_left >= 0, not causal, graph s_kv > 1024
   kRaggedBeforeSm90,     // ragged (THD) Q/K/V on compute capability < 9.0
+  kSinks,                // attention sinks (a sink_token input)
 };
 
 struct KnownBadWindow {
@@ -33,6 +34,9 @@ inline constexpr KnownBadWindow kKnownBadWindows[] = {
      "cuDNN 9.14.0: non-causal sliding window with s_kv > 1024 is wrong (fixed in 9.14.1)"},
     {0, 91800, BadScope::kRaggedBeforeSm90,
      "cuDNN before 9.18.1: ragged (THD) layouts need compute capability 9.0 or newer"},
+    // cudnn-frontend's SDPA node refuses a sink_token before 9.13
+    // (scaled_dot_product_flash_attention.h, "SDPA with sink_token is not supported before 9.13").
+    {0, 91299, BadScope::kSinks, "cuDNN before 9.13.0: SDPA takes no sink token (attention sinks)"},
 };
 
 constexpr bool in_window(const KnownBadWindow& w, int version) {
@@ -47,6 +51,7 @@ struct BadWindowProblem {
   int window_left = -1;
   long long s_kv = 0;     // the graph's KV extent
   bool ragged = false;    // any ragged offsets (ragged or paged prefill)
+  bool sinks = false;     // attention sinks
 };
 
 constexpr bool applies(const KnownBadWindow& w, const BadWindowProblem& p) {
@@ -55,6 +60,7 @@ constexpr bool applies(const KnownBadWindow& w, const BadWindowProblem& p) {
     case BadScope::kAllForward: return true;
     case BadScope::kNonCausalWindowLong: return !p.causal && p.window_left >= 0 && p.s_kv > 1024;
     case BadScope::kRaggedBeforeSm90: return p.ragged && p.sm > 0 && p.sm < 90;
+    case BadScope::kSinks: return p.sinks;
   }
   return false;
 }

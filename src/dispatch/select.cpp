@@ -119,6 +119,7 @@ std::string cudnn_version_problem(const ProblemDesc& p, const MachineInfo& m) {
   facts.window_left = p.window_left;
   facts.s_kv = p.max_kv_len;
   facts.ragged = p.op == Op::kRaggedPrefill || p.op == Op::kPagedPrefill;
+  facts.sinks = p.sinks;
   if (const KnownBadWindow* w = find_known_bad(facts)) return std::string("is known-bad here: ") + w->reason;
   return {};
 }

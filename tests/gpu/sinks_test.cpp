@@ -1,7 +1,8 @@
-// Attention sinks on every GPU backend that claims them (sm80, sm90; cudnn refuses them by
-// name) against the fp64 oracle: the shared sink grid (tests/common/sink_grid.h: entry point
-// x causal x window x soft cap x GQA, rows with no key) and long single requests that the
-// planners cut into KV splits, where the merge must count each row's sink once.
+// Attention sinks on every GPU backend that claims them (sm80; sm90 and cudnn on prefill,
+// cudnn where its other limits allow the case: supports() decides, its refusals skip) against
+// the fp64 oracle: the shared sink grid (tests/common/sink_grid.h: entry point x causal x
+// window x soft cap x GQA, rows with no key) and long single requests that the planners cut
+// into KV splits, where the merge must count each row's sink once.
 #include <gtest/gtest.h>
 
 #include <tuple>

@@ -77,6 +77,7 @@ std::vector<Mutation> mutations() {
   return {
       {"device", [](P&, C& c) { c.device_id = 1; }},
       {"return_lse", [](P&, C& c) { c.return_lse = false; }},
+      {"sinks", [](P&, C& c) { c.sinks = true; }},
       {"num_pages", [](P&, C& c) { c.num_pages = 65; }},
       {"op ragged", [](P& p, C&) { p.op = Op::kRaggedPrefill; }},
       {"op decode", [](P& p, C&) { p.op = Op::kPagedDecode; }},
@@ -327,7 +328,7 @@ TEST(CudnnGraphKey, CanonicalStridesFollowTheLayout) {
 // --- The graphs themselves (graph_build.h), checked by cudnn-frontend without a device ---
 
 // Every layout the backend builds, with canonical strides for both KV layouts, every mask
-// combination, LSE on and off, GQA: cudnn-frontend's validation (its SDPA support surface and
+// combination, LSE and sinks on and off, GQA: cudnn-frontend's validation (its SDPA support surface and
 // shape inference) must accept the graph for Hopper.
 TEST(CudnnGraphBuild, EveryLayoutPassesFrontendValidationOnHost) {
   int checked = 0;
@@ -336,7 +337,7 @@ TEST(CudnnGraphBuild, EveryLayoutPassesFrontendValidationOnHost) {
       for (DType dtype : {DType::kF16, DType::kBF16}) {
         for (int head_dim : kRegisteredHeadDims) {
           for (int mask = 0; mask < 4; ++mask) {
-            for (bool lse : {false, true}) {
+            for (int outputs = 0; outputs < 4; ++outputs) {
               core::AttentionParams p;
               p.op = op;
               p.dtype = dtype;
@@ -353,7 +354,8 @@ TEST(CudnnGraphBuild, EveryLayoutPassesFrontendValidationOnHost) {
               p.sm_scale = 0.1f;
               fill_canonical_strides(p, layout, 250);
               GraphKeyContext c;
-              c.return_lse = lse;
+              c.return_lse = outputs & 1;
+              c.sinks = (outputs & 2) && op != Op::kPagedDecode;  // see SinksNeedMoreThanOneQueryRow
               c.num_pages = 40;
               const GraphKey key = make_graph_key(p, c);
               EXPECT_EQ(validate_on_host(key, 90), "") << key.to_string();
@@ -364,7 +366,7 @@ TEST(CudnnGraphBuild, EveryLayoutPassesFrontendValidationOnHost) {
       }
     }
   }
-  EXPECT_EQ(checked, 4 * 2 * 2 * 3 * 4 * 2);
+  EXPECT_EQ(checked, 4 * 2 * 2 * 3 * 4 * 4);
 }
 
 TEST(CudnnGraphBuild, FrontendRefusalsComeBackAsMessages) {
@@ -454,6 +456,27 @@ TEST(CudnnProblemChecks, RefusesSoftCapDtypeAndHeadDim) {
     EXPECT_EQ(code_of([&] { check_problem(plan); }, &msg), ErrorCode::kUnsupported) << d;
     EXPECT_NE(msg.find("head_dim " + std::to_string(d)), std::string::npos) << msg;
   }
+}
+
+// cudnn-frontend validates a sink_token graph with s_q = 1 as its decode mode and refuses it
+// (EveryLayoutPassesFrontendValidationOnHost's decode keys leave sinks out for that reason).
+TEST(CudnnProblemChecks, SinksNeedMoreThanOneQueryRow) {
+  detail::Plan plan = ragged_plan({1, 1}, {9, 7}, true, -1);
+  plan.opts.sinks = true;
+  std::string msg;
+  EXPECT_EQ(code_of([&] { check_problem(plan); }, &msg), ErrorCode::kUnsupported);
+  EXPECT_NE(msg.find("sinks"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("decode mode"), std::string::npos) << msg;
+  plan = ragged_plan({2, 1}, {9, 7}, true, -1);
+  plan.opts.sinks = true;
+  EXPECT_NO_THROW(check_problem(plan));
+  plan = ragged_plan({1, 1}, {9, 7}, true, -1);
+  EXPECT_NO_THROW(check_problem(plan));
+  // The frontend's own verdict on such a key, which the check above anticipates.
+  fill_canonical_strides(plan.params, KVLayout::kNHD, plan.total_kv_tokens);
+  GraphKeyContext c;
+  c.sinks = true;
+  EXPECT_NE(validate_on_host(make_graph_key(plan.params, c), 90).find("sink_token"), std::string::npos);
 }
 
 TEST(CudnnProblemChecks, SinglePrefillWindowNeedsQoNotAboveKv) {

@@ -185,8 +185,9 @@ TEST(Sinks, BadInputIsRefusedByName) {
   expect(Options{}, &good, "plan was made without sinks");
 }
 
-// cudnn refuses sinks by name (its graphs do not bind cuDNN's sink_token yet), so auto on a
-// GPU skips it for a problem with sinks; cpu, sm80 and sm90 claim them.
+// Every backend claims sinks, cudnn on prefill only (its decode mode takes no sink token) and
+// only on a cuDNN with one (9.13 on), refusing an older one by name rather than building a
+// graph without the sink.
 TEST(Sinks, CapabilityNamesThem) {
   ProblemDesc p;
   p.op = Op::kRaggedPrefill;
@@ -196,12 +197,21 @@ TEST(Sinks, CapabilityNamesThem) {
   p.sinks = true;
   for (const auto& row : dispatch::capability_table()) {
     if (row.status == dispatch::Status::kUnsupported) continue;
-    EXPECT_EQ(row.limits.sinks, row.backend != Backend::kCUDNN) << backend_name(row.backend) << " " << op_name(row.op);
+    const bool cudnn_decode = row.backend == Backend::kCUDNN && row.op == Op::kPagedDecode;
+    EXPECT_EQ(row.limits.sinks, !cudnn_decode) << backend_name(row.backend) << " " << op_name(row.op);
   }
-  const dispatch::MachineInfo h200{1, 90, 91900};
-  const dispatch::Verdict v = dispatch::check_backend(p, Backend::kCUDNN, h200, dispatch::registry());
+  const dispatch::MachineInfo old_cudnn{1, 90, 91201};
+  const dispatch::Verdict v = dispatch::check_backend(p, Backend::kCUDNN, old_cudnn, dispatch::registry());
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("sinks"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("9.13"), std::string::npos) << v.reason;
+  // From 9.13 on the version no longer stands in the way (the build may still lack kernels).
+  const dispatch::MachineInfo h200{1, 90, 91900};
+  const dispatch::Verdict w = dispatch::check_backend(p, Backend::kCUDNN, h200, dispatch::registry());
+  EXPECT_EQ(w.reason.find("9.13"), std::string::npos) << w.reason;
+  p.sinks = false;
+  EXPECT_EQ(dispatch::check_backend(p, Backend::kCUDNN, old_cudnn, dispatch::registry()).reason.find("9.13"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -127,6 +127,17 @@ std::shared_ptr<BuiltGraph> construct(const GraphKey& key, int sm_version) {
       sdpa.set_diagonal_alignment(fe::DiagonalAlignment_t::BOTTOM_RIGHT)
           .set_diagonal_band_left_bound(key.window_left + 1);
     }
+    if (key.sinks) {
+      // One logit per query head in the scaled-logit (natural-log) domain, as SPEC.md's
+      // sinks: cuDNN's softmax takes it into the row maximum and adds exp(sink - max) to the
+      // denominator, contributing no value, and its stats (the LSE) include it.
+      sdpa.set_sink_token(g.tensor(fe::graph::Tensor_attributes()
+                                       .set_name("sinks")
+                                       .set_uid(kUidSinks)
+                                       .set_dim({1, hq, 1, 1})
+                                       .set_stride({hq, 1, 1, 1})
+                                       .set_data_type(fe::DataType_t::FLOAT)));
+    }
     if (key.padding_mask()) {
       sdpa.set_padding_mask(true)
           .set_seq_len_q(index_tensor(g, "seq_len_q", kUidSeqLenQ, b))

@@ -45,6 +45,7 @@ enum Uid : int64_t {
   kUidRaggedV,
   kUidPageTableK,
   kUidPageTableV,
+  kUidSinks,
   kUidCount,
 };
 

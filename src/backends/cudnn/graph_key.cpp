@@ -63,6 +63,7 @@ void for_each_field(const GraphKey& k, F&& f) {
   f("scale_bits", static_cast<int64_t>(k.scale_bits));
   f("soft_cap_bits", static_cast<int64_t>(k.soft_cap_bits));
   f("return_lse", static_cast<int64_t>(k.return_lse));
+  f("sinks", static_cast<int64_t>(k.sinks));
 }
 
 std::string field_value(const GraphKey& k, const char* name, int64_t v) {
@@ -228,6 +229,7 @@ GraphKey make_graph_key(const core::AttentionParams& p, const GraphKeyContext& c
     k.v_stride_page = p.v_stride_page;
   }
   k.return_lse = ctx.return_lse;
+  k.sinks = ctx.sinks;
   if (ctx.return_lse) {
     k.lse_stride_n = used(p.lse_stride_n, q_rows);
     k.lse_stride_h = used(p.lse_stride_h, p.num_qo_heads);

@@ -58,6 +58,7 @@ struct GraphKey {
   uint32_t scale_bits = 0;      // sm_scale, bit-exact
   uint32_t soft_cap_bits = 0;   // always 0 in a built graph: soft cap is refused (see plan)
   bool return_lse = false;
+  bool sinks = false;  // a [Hq] float32 sink per head, bound at run (cuDNN >= 9.13)
 
   bool padding_mask() const { return layout != GraphLayout::kDense; }
   bool paged() const { return layout == GraphLayout::kPaged || layout == GraphLayout::kDecode; }
@@ -76,10 +77,11 @@ struct GraphKeyHash {
   std::size_t operator()(const GraphKey& k) const { return k.hash(); }
 };
 
-// What a graph needs beyond AttentionParams: whether LSE is produced (params.lse is null at
-// plan time), the paged container's page count, and the device the graph is compiled for.
+// What a graph needs beyond AttentionParams: whether LSE is produced and whether sinks are
+// bound (params.lse and params.sinks are null at plan time), the paged container's page count, and the device the graph is compiled for.
 struct GraphKeyContext {
   bool return_lse = false;
+  bool sinks = false;  // at plan: Options::sinks; at launch: params.sinks != nullptr
   int num_pages = 0;
   int device_id = 0;
 };

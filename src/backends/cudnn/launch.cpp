@@ -33,6 +33,7 @@ void launch(const core::AttentionParams& p) {
   }
   GraphKeyContext ctx;
   ctx.return_lse = p.lse != nullptr;
+  ctx.sinks = p.sinks != nullptr;
   ctx.num_pages = state->key.num_pages;
   ctx.device_id = state->key.device_id;
   const GraphKey given = make_graph_key(p, ctx);
@@ -54,6 +55,7 @@ void launch(const core::AttentionParams& p) {
   by_uid[kUidV] = const_cast<void*>(p.v);
   by_uid[kUidO] = p.o;
   by_uid[kUidStats] = p.lse;
+  by_uid[kUidSinks] = const_cast<float*>(p.sinks);
   by_uid[kUidSeqLenQ] = state->seq_len_q;
   by_uid[kUidSeqLenKV] = state->seq_len_kv;
   by_uid[kUidRaggedQ] = state->ragged_q;

@@ -54,6 +54,7 @@ GraphKey planned_key(const detail::Plan& plan) {
   fill_canonical_strides(p, plan.opts.kv_layout, kv_tokens_of(plan));
   GraphKeyContext ctx;
   ctx.return_lse = plan.opts.return_lse;
+  ctx.sinks = plan.opts.sinks;  // the tensor itself arrives at run
   ctx.num_pages = plan.num_pages;
   ctx.device_id = plan.shape.device_id;
   const GraphKey key = make_graph_key(p, ctx);
@@ -89,6 +90,7 @@ void check_version_for(const GraphKey& key) {
   facts.window_left = key.window_left;
   facts.s_kv = key.s_kv;
   facts.ragged = key.ragged_q() || key.ragged_kv();
+  facts.sinks = key.sinks;
   check_version(facts);
 }
 

@@ -33,6 +33,11 @@ void check_problem(const detail::Plan& plan) {
   }
 
   const bool decode = p.op == Op::kPagedDecode;
+  if (plan.opts.sinks && p.max_qo_len <= 1) {
+    // A graph with s_q = 1 is cuDNN's decode mode, which takes no sink token.
+    refuse("does not support sinks with at most one query row per request (max qo_len " +
+           std::to_string(p.max_qo_len) + "): cuDNN's decode mode takes no sink token (use 'sm90', 'sm80' or 'cpu')");
+  }
   const int batch = p.batch;
   const bool have_qo = static_cast<int>(plan.qo_indptr.size()) == batch + 1;
   const bool have_kv = static_cast<int>(plan.kv_lens.size()) == batch;
