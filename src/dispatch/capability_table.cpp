@@ -93,10 +93,18 @@ Limits sm90_limits() {
   return l;
 }
 
-Limits cudnn_limits(bool decode_before_sm90) {
+Limits cudnn_limits(Op op, int min_arch) {
+  const bool decode_before_sm90 = op == Op::kPagedDecode && min_arch < 90;
   Limits l;
   l.dtypes = {DType::kF16, DType::kBF16};
-  l.fp8_attention_note = "not wired yet: flashband builds no cuDNN fp8 SDPA graph (issue 60)";
+  // Where a cuDNN fp8 SDPA graph could serve SPEC.md's fp8 attention, by cudnn-frontend's
+  // support surface (sdpa_support_surface.h, fp8 forward): not before Hopper; on Hopper it
+  // writes fp8 output only and masks causal top-left only.
+  l.fp8_attention_note =
+      min_arch < 90    ? "cuDNN's fp8 SDPA needs Hopper or newer"
+      : min_arch == 90 ? "cuDNN's fp8 SDPA on Hopper writes fp8 output only (fp16/bf16 output needs Blackwell and "
+                         "cuDNN 9.13) and has no bottom-right causal mask"
+                       : "not wired yet: flashband builds no cuDNN fp8 SDPA graph (issue 60)";
   // Not yet known whether its SDPA graph takes 16-bit q with fp8 K/V (issue 65).
   l.kv_dtypes_note = "no cuDNN graph with fp16/bf16 q and fp8 K/V is built (issue 65)";
   // cuDNN documents decode on compute capability 8.x for head dims up to 128 only.
@@ -138,11 +146,11 @@ std::vector<CapabilityRow> build_table() {
   rows.push_back({Op::kPagedDecode, Backend::kSM90, 90, 90, Status::kUnsupported, {},
                   "decode is memory-bound: served by sm80's decode kernel"});
   for (Op op : kAllOps) {
-    rows.push_back({op, Backend::kCUDNN, 80, 89, Status::kDeclared, cudnn_limits(op == Op::kPagedDecode),
+    rows.push_back({op, Backend::kCUDNN, 80, 89, Status::kDeclared, cudnn_limits(op, 80),
                     "cuDNN SDPA graphs through cudnn-frontend"});
-    rows.push_back({op, Backend::kCUDNN, 90, 90, Status::kValidated, cudnn_limits(false),
+    rows.push_back({op, Backend::kCUDNN, 90, 90, Status::kValidated, cudnn_limits(op, 90),
                     "cuDNN SDPA graphs; GPU grid passed on H200 with cuDNN 9.19 (docs/findings.md F34)"});
-    rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(false),
+    rows.push_back({op, Backend::kCUDNN, 100, 120, Status::kDeclared, cudnn_limits(op, 100),
                     "cuDNN SDPA graphs through cudnn-frontend"});
   }
   // Decode has no custom mask, as FlashInfer's decode has none: paged prefill serves one.

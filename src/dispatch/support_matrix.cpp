@@ -2,6 +2,9 @@
 // tests/unit/readme_matrix_test.cpp fails when README.md and this output differ).
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dispatch/cudnn_known_bad.h"
 #include "core/mask.h"
@@ -49,7 +52,8 @@ template <class Serves, class Note>
 std::string refusals_with_reasons(Serves serves, Note note_of) {
   std::string out;
   for (Backend b : {Backend::kCPU, Backend::kSM80, Backend::kSM90, Backend::kCUDNN}) {
-    std::string archs, note;
+    std::string archs;
+    std::vector<std::pair<std::string, std::string>> notes;  // (arch range, reason), first seen
     bool some_serve = false;
     for (const auto& r : dispatch::capability_table()) {
       if (r.backend != b || r.status == dispatch::Status::kUnsupported) continue;
@@ -57,12 +61,21 @@ std::string refusals_with_reasons(Serves serves, Note note_of) {
         some_serve = true;
       } else if (archs.find(arch_range(r)) == std::string::npos) {
         archs += (archs.empty() ? "" : ", ") + arch_range(r);
-        note = note_of(r.limits);
+        notes.emplace_back(arch_range(r), note_of(r.limits));
       }
     }
     if (archs.empty()) continue;
+    // One reason for all arches, or each arch with its own (cudnn's fp8 attention).
+    std::string reasons = notes.front().second;
+    for (const auto& n : notes) {
+      if (n.second == notes.front().second) continue;
+      reasons.clear();
+      for (const auto& m : notes) reasons += (reasons.empty() ? "" : "; ") + m.first + ": " + m.second;
+      break;
+    }
     // Name the arches where only some of a backend's rows refuse (sm80's 99 KB parts).
-    out += (out.empty() ? "" : "; ") + std::string(backend_name(b)) + (some_serve ? " on " + archs : "") + " (" + note + ")";
+    out += (out.empty() ? "" : "; ") + std::string(backend_name(b)) + (some_serve ? " on " + archs : "") + " (" +
+           reasons + ")";
   }
   return out.empty() ? "none" : out;
 }

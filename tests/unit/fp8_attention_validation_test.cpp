@@ -142,7 +142,9 @@ TEST(Fp8AttentionDispatch, RowsRefuseWithReasons) {
   } want[] = {{Backend::kSM80, 80, "no fp8 tensor cores before sm_89"},
               {Backend::kSM80, 90, "no fp8 tensor cores before sm_89"},
               {Backend::kSM90, 90, "fp8 attention kernels not written yet, issue 60"},
-              {Backend::kCUDNN, 90, "not wired yet"}};
+              {Backend::kCUDNN, 86, "cuDNN's fp8 SDPA needs Hopper or newer"},
+              {Backend::kCUDNN, 90, "cuDNN's fp8 SDPA on Hopper writes fp8 output only"},
+              {Backend::kCUDNN, 100, "not wired yet"}};
   p.device = Device::kCUDA;
   for (const auto& w : want) {
     MachineInfo m;
