@@ -33,8 +33,11 @@ if [ "${FLASHBAND_SANITIZERS:-1}" != 0 ] && command -v clang++ >/dev/null 2>&1; 
   fi
   grep -E "^[0-9]+: (Done [0-9]+ runs|stat::number_of_executed_units)" build-asan/fuzz.log
 fi
-# flashband under transformers' models (bootstrap's deps/venv-hf: torch + pinned transformers)
+# flashband under transformers' models (bootstrap's deps/venv-hf: torch + pinned transformers),
+# and the tests that need torch's fp8 dtypes (fp8 attention's q, which NumPy holds only with
+# ml_dtypes)
 if [ -x "$root/deps/venv-hf/bin/python" ]; then
   PYTHONPATH="$root/build/python:$root/python" "$root/deps/venv-hf/bin/python" -m pytest -q \
-    -W ignore::FutureWarning python/tests/test_transformers.py python/tests/test_distributed.py
+    -W ignore::FutureWarning python/tests/test_transformers.py python/tests/test_distributed.py \
+    python/tests/test_fp8_attention.py
 fi

@@ -24,6 +24,7 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")
 KV_DTYPES = FLOAT_DTYPES + fw.FP8_DTYPES  # K and V: q's dtype, or an fp8 cache (issue 65)
+Q_DTYPES = FLOAT_DTYPES + fw.FP8_Q_DTYPES  # q: 16/32-bit, or fp8 attention's e4m3 (issue 60)
 
 
 def _shown(value: Any) -> str:
@@ -58,11 +59,12 @@ def array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "",
     return x
 
 
-def kv_array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "") -> Any:
-    """A K or V array: as array(), with the fp8 dtypes too, and for a NumPy caller the word
-    on how to hold fp8 there."""
+def fp8_array(x: Any, name: str, ndim: Optional[int] = None, layout: str = "",
+              dtypes: Sequence[str] = KV_DTYPES) -> Any:
+    """An input that may be fp8 (K, V: KV_DTYPES; q: Q_DTYPES): as array(), and for a NumPy
+    caller the word on how to hold fp8 there."""
     try:
-        return array(x, name, ndim, layout, KV_DTYPES)
+        return array(x, name, ndim, layout, dtypes)
     except InvalidArgumentError as e:
         if fw.kind(x) != "numpy" or "dtype" not in str(e):
             raise

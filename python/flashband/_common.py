@@ -71,17 +71,18 @@ _NEUTRAL = {"pos_encoding_mode": "NONE",
 _ALLOWED = {name: v if isinstance(v, tuple) else (v,) for name, v in _NEUTRAL.items()}
 
 
-def kv_scales(k_scale: Any, v_scale: Any, fp8: bool) -> dict:
-    """run()'s k_scale / v_scale as the native run takes them. With an fp8 cache (FlashInfer's
-    meaning, SPEC.md): a number (None: 1.0), or a one-element float32 array on the run's
-    device, which the kernel reads when it runs, so a captured CUDA graph replays with the
-    value it holds then. With a 16-bit cache: None or 1.0 only, as the kernels would ignore
-    any other (scales dequantize an fp8 cache: plan with kv_data_type)."""
+def fp8_scales(fp8: bool, **given: Any) -> dict:
+    """run()'s fp8 descales as the native run takes them: q_scale where q is e4m3 (fp8
+    attention), k_scale / v_scale where K/V are fp8 (FlashInfer's meaning, SPEC.md). Each a
+    number (None: 1.0), or a one-element float32 array on the run's device, which the kernel
+    reads when it runs, so a captured CUDA graph replays with the value it holds then.
+    Without fp8 (not fp8): None or 1.0 only, as the kernels would ignore any other (scales
+    dequantize fp8 inputs: plan with kv_data_type / q_data_type)."""
     if not fp8:
-        refuse_unsupported(k_scale=k_scale, v_scale=v_scale)
+        refuse_unsupported(**given)
         return {}
     native = {}
-    for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+    for name, scale in given.items():
         if scale is None:
             continue
         if _args.is_array(scale) and not isinstance(scale, np.generic):
@@ -89,6 +90,11 @@ def kv_scales(k_scale: Any, v_scale: Any, fp8: bool) -> dict:
         else:
             native[name] = _args.real(scale, name)
     return native
+
+
+def kv_scales(k_scale: Any, v_scale: Any, fp8: bool) -> dict:
+    """fp8_scales of an fp8 cache's k_scale and v_scale."""
+    return fp8_scales(fp8, k_scale=k_scale, v_scale=v_scale)
 
 
 def refuse_unsupported(**given: Any) -> None:
@@ -137,15 +143,15 @@ def make_options(*, causal: bool = False, window_left: int = -1, window_right: i
                       sinks=bool(sinks), custom_mask=bool(custom_mask))
 
 
-def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int):
+def outputs(q: Any, out: Any, lse: Any, return_lse: bool, heads: int, o_dtype: Optional[str] = None):
     """The caller's out/lse (checked to be writable arrays of the right rank, in memory of
-    their own), or new ones in q's framework and device: out like q, lse [tokens, heads]
-    float32 when return_lse."""
+    their own), or new ones in q's framework and device: out like q (of o_dtype where given:
+    fp8 attention's output), lse [tokens, heads] float32 when return_lse."""
     _args.optional_array(out, "out", ndim=len(q.shape), writable=True)
     _args.optional_array(lse, "lse", ndim=2, layout="[tokens, num_qo_heads]", writable=True)
     _args.disjoint({"out": out, "lse": lse})
     if out is None:
-        out = fw.empty_like(q)
+        out = fw.empty_like(q) if o_dtype is None else fw.empty(q, tuple(q.shape), o_dtype)
     if return_lse and lse is None:
         lse = fw.empty(q, (q.shape[0], heads), "float32")
     return out, (lse if return_lse else None)

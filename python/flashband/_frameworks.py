@@ -24,6 +24,8 @@ _DTYPE_ALIASES = {
 
 # fp8 K/V storage (issue 65): read by flashband with per-tensor scales, never written.
 FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+# fp8 attention's q (issue 60, SPEC.md "fp8 attention"): e4m3 only, with e4m3 K/V.
+FP8_Q_DTYPES = ("float8_e4m3fn",)
 _FP8_ALIASES = {"float8_e4m3fn": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
                 "float8_e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2"}
 
@@ -70,9 +72,10 @@ def dtype_name(x: Any) -> str:
     return np.dtype(x.dtype).name
 
 
-def canonical_dtype(spec: Any, what: str, fp8: bool = False) -> str:
-    """A dtype given as a string, a torch dtype or a NumPy dtype -> 'float16' etc.; with
-    fp8 (K/V dtypes), also 'float8_e4m3fn' and 'float8_e5m2' (torch's, or ml_dtypes')."""
+def canonical_dtype(spec: Any, what: str, fp8: Tuple[str, ...] = ()) -> str:
+    """A dtype given as a string, a torch dtype or a NumPy dtype -> 'float16' etc.; the fp8
+    names in `fp8` (torch's, or ml_dtypes') are taken too: FP8_DTYPES for K/V,
+    FP8_Q_DTYPES for q (fp8 attention)."""
     if isinstance(spec, str):
         name = spec.removeprefix("torch.")
     elif type(spec).__module__.startswith("torch"):
@@ -82,19 +85,21 @@ def canonical_dtype(spec: Any, what: str, fp8: bool = False) -> str:
             name = np.dtype(spec).name
         except TypeError:
             raise InvalidArgumentError(f"{what}: {spec!r} is not a dtype") from None
-    if fp8 and name in _FP8_ALIASES:
-        return _FP8_ALIASES[name]
+    name = _FP8_ALIASES.get(name, name)
+    if name in fp8:
+        return name
     if name not in _DTYPE_ALIASES:
-        note = (" (fp8 q is the fp8-attention path, which the C++ API serves on the cpu backend but this "
-                "Python layer does not take yet, issue 60; an fp8 KV cache takes kv_data_type)"
-                if name in _FP8_ALIASES else "")
-        allowed = "float16, bfloat16, float32" + (", float8_e4m3fn, float8_e5m2" if fp8 else "")
+        allowed = ", ".join(("float16", "bfloat16", "float32") + fp8)
+        note = ""
+        if name in FP8_DTYPES:
+            note = (" (fp8 attention takes float8_e4m3fn q with float8_e4m3fn K/V; an fp8 KV cache with "
+                    "16-bit q takes kv_data_type)")
         raise InvalidArgumentError(f"{what}: {name} is not one of {allowed}{note}")
     return _DTYPE_ALIASES[name]
 
 
-def kv_native(x: Any) -> Tuple[Any, "str | None"]:
-    """K or V for the native module, and the name of its fp8 format (None for 16/32-bit
+def native_and_format(x: Any) -> Tuple[Any, "str | None"]:
+    """q, K or V for the native module, and the name of its fp8 format (None for 16/32-bit
     arrays): an fp8 array goes as its uint8 bytes, a view, since NumPy (ml_dtypes) cannot
     export fp8 through DLPack and not every torch can."""
     name = dtype_name(x) if hasattr(x, "dtype") else ""
@@ -106,14 +111,14 @@ def kv_native(x: Any) -> Tuple[Any, "str | None"]:
 
 
 def fp8_numpy_note() -> str:
-    """What a NumPy caller needs for an fp8 cache: ml_dtypes, whose float8 dtypes flashband
-    reads without a copy."""
+    """What a NumPy caller needs for fp8 arrays (an fp8 cache, fp8 attention's q): ml_dtypes,
+    whose float8 dtypes flashband reads without a copy."""
     try:
-        import ml_dtypes  # noqa: F401  (optional: only NumPy callers with fp8 caches need it)
+        import ml_dtypes  # noqa: F401  (optional: only NumPy callers with fp8 arrays need it)
     except ImportError:
-        return ("; an fp8 cache in NumPy needs ml_dtypes (pip install ml_dtypes), whose "
-                "float8_e4m3fn / float8_e5m2 arrays flashband reads")
-    return "; an fp8 cache in NumPy is an ml_dtypes.float8_e4m3fn or float8_e5m2 array"
+        return ("; an fp8 array (an fp8 cache, fp8 attention's q) in NumPy needs ml_dtypes (pip install "
+                "ml_dtypes), whose float8_e4m3fn / float8_e5m2 arrays flashband reads")
+    return "; an fp8 array in NumPy is an ml_dtypes.float8_e4m3fn or float8_e5m2 array"
 
 
 def device_of(x: Any) -> Tuple[str, int]:
@@ -177,9 +182,18 @@ def empty(like: Any, shape: Tuple[int, ...], dtype: str) -> Any:
         with like.device:
             return cp.empty(shape, dtype=dtype)
     if k == "numpy":
-        return np.empty(shape, dtype=dtype)
+        return np.empty(shape, dtype=_numpy_dtype(dtype))
     raise UnsupportedError(
         f"cannot allocate in the framework of a {type(like).__name__}; pass out=/lse= explicitly")
+
+
+def _numpy_dtype(name: str) -> Any:
+    """NumPy's dtype of that name. NumPy has no bfloat16 it can hand over DLPack (ml_dtypes'
+    cannot be exported), so a bfloat16 output (fp8 attention's o_dtype) is refused here."""
+    if name == "bfloat16":
+        raise UnsupportedError("out: a NumPy array cannot hold a bfloat16 output that flashband can write "
+                               "(DLPack has no NumPy bfloat16); use o_dtype float16 with NumPy, or torch tensors")
+    return np.dtype(name)
 
 
 def index_buffer_length(x: Any, what: str, like: Any) -> int:

@@ -20,7 +20,8 @@ import numpy as np
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import (backend_name, deliver_lse, lse_form, make_options, outputs, record,
+from . import _fp8_attention
+from ._common import (backend_name, deliver_lse, fp8_scales, lse_form, make_options, outputs, record,
                       refuse_unsupported, transposed_lse)
 from .errors import FlashbandError, InvalidArgumentError, UnsupportedError
 from .packbits import host_copy
@@ -97,6 +98,7 @@ class BatchWrapperBase:
         self._options_kept: Any = None
         self._plan_sizes: Tuple[int, ...] = ()
         self._kv_data_type: Optional[str] = None  # the plan's fp8 K/V format, if any
+        self._o_data_type: Optional[str] = None   # fp8 attention's output dtype (set iff q is e4m3)
         self._semantics: dict = {}
         self._planned_lse = False
         self._planned_sinks = False  # the plan expects run()'s sinks (Options::sinks)
@@ -322,16 +324,22 @@ class BatchWrapperBase:
         self._plan_args = None
         self._plan_info = None
         self._kv_data_type = None
+        self._o_data_type = None
 
-    def _plan_dtype(self, q_data_type: Any, kv_data_type: Any, head_dim_qk: int,
-                    head_dim_vo: Optional[int], o_data_type: Any = None) -> Tuple[str, Optional[str]]:
-        """q's dtype, and the K/V dtype when it is an fp8 cache (None: q's)."""
+    def _plan_dtype(self, q_data_type: Any, kv_data_type: Any, head_dim_qk: int, head_dim_vo: Optional[int],
+                    o_data_type: Any = None) -> Tuple[str, Optional[str], Optional[str]]:
+        """q's dtype; the K/V dtype where it is not q's 16-bit one (an fp8 cache, or fp8
+        attention's K/V); the output dtype where q is e4m3 (fp8 attention), else None: q's."""
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise UnsupportedError(
                 f"head_dim_vo: {head_dim_vo} differs from head_dim_qk {head_dim_qk}; "
                 "flashband needs equal head dims")
-        dtype = fw.canonical_dtype(q_data_type, "q_data_type")
-        kv = None if kv_data_type is None else fw.canonical_dtype(kv_data_type, "kv_data_type", fp8=True)
+        dtype = fw.canonical_dtype(q_data_type, "q_data_type", fp8=fw.FP8_Q_DTYPES)
+        kv = None if kv_data_type is None else fw.canonical_dtype(kv_data_type, "kv_data_type", fp8=fw.FP8_DTYPES)
+        if dtype in fw.FP8_Q_DTYPES:
+            # FlashInfer's kv_data_type defaults to q_data_type; any other goes to the library,
+            # which takes e4m3 K/V only and says so by name (FlashInfer asserts q's == k's).
+            return dtype, dtype if kv is None else kv, _fp8_attention.output_dtype(o_data_type, "o_data_type")
         if kv is not None and kv != dtype and kv not in fw.FP8_DTYPES:
             raise UnsupportedError(
                 f"kv_data_type: {kv_data_type} differs from q_data_type {dtype}; "
@@ -339,8 +347,15 @@ class BatchWrapperBase:
         if o_data_type is not None and fw.canonical_dtype(o_data_type, "o_data_type") != dtype:
             raise UnsupportedError(
                 f"o_data_type: {o_data_type} differs from q_data_type {dtype}; "
-                "flashband writes outputs in q's dtype")
-        return dtype, (kv if kv in fw.FP8_DTYPES else None)
+                "flashband writes outputs in q's dtype (another is fp8 attention's, with float8_e4m3fn q)")
+        return dtype, (kv if kv in fw.FP8_DTYPES else None), None
+
+    def _run_scales(self, q_scale: Any, k_scale: Any, v_scale: Any) -> dict:
+        """run()'s descales for the native run: q_scale where the plan's q is e4m3 (fp8
+        attention; FlashInfer 0.7.2's wrappers fold it into sm_scale, prefill.py `sm_scale *=
+        q_scale`), k_scale / v_scale where its K/V are fp8; elsewhere None or 1.0 only."""
+        return dict(fp8_scales(self._o_data_type is not None, q_scale=q_scale),
+                    **fp8_scales(self._kv_data_type is not None, k_scale=k_scale, v_scale=v_scale))
 
     def _check_run_window(self, window_left: Optional[int]) -> None:
         """run(window_left=) (FlashInfer's): None or the plan's value; the window is planned."""
@@ -352,17 +367,17 @@ class BatchWrapperBase:
 
     def _do_plan(self, args: tuple, semantics: dict, return_lse: bool, num_qo_heads: int,
                  sizes: Tuple[int, ...], arrays: Optional[dict] = None,
-                 device_indices: Any = None, kv_data_type: Optional[str] = None) -> None:
+                 device_indices: Any = None, dtypes: Tuple[Optional[str], Optional[str]] = (None, None)) -> None:
         """arrays: the plan's host index arrays by the name of the buffer they go to;
         device_indices: the device array the runs read page indices from (None: the plan
-        copies them); kv_data_type: an fp8 cache's format (None: K/V in q's dtype)."""
+        copies them); dtypes: _plan_dtype's K/V and output dtypes (None: q's)."""
         arrays = {name: a for name, a in (arrays or {}).items() if a is not None}
         self._check_index_buffers(arrays, sizes[0])
         previous = (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes,
-                    self._device_indices, self._kv_data_type)
+                    self._device_indices, self._kv_data_type, self._o_data_type)
         self._plan_args, self._semantics, self._num_qo_heads = args, semantics, num_qo_heads
         self._plan_sizes, self._device_indices = sizes, device_indices
-        self._kv_data_type = kv_data_type
+        self._kv_data_type, self._o_data_type = dtypes
         try:
             try:
                 self._plan_now(return_lse)
@@ -376,8 +391,8 @@ class BatchWrapperBase:
                 self._plan_now(return_lse)
         except Exception as e:  # also an allocation that failed before the native plan
             if not _installed_anyway(e):  # the native object kept its previous plan
-                (self._plan_args, self._semantics, self._num_qo_heads,
-                 self._plan_sizes, self._device_indices, self._kv_data_type) = previous
+                (self._plan_args, self._semantics, self._num_qo_heads, self._plan_sizes,
+                 self._device_indices, self._kv_data_type, self._o_data_type) = previous
             else:
                 self._fill_index_buffers(arrays)
             raise
@@ -486,10 +501,13 @@ class BatchWrapperBase:
         sinks = self._planned_sinks if sinks is None else sinks
         opts = self._options(return_lse, sinks)
         plan_workspace = self._plan_workspace()
-        # Keywords only where they say something: device page indices, an fp8 K/V format.
+        # Keywords only where they say something: device page indices, an fp8 K/V format,
+        # fp8 attention's output dtype.
         device = {} if self._device_indices is None else {"device_indices": fw.native(self._device_indices)}
         if self._kv_data_type is not None:
             device["kv_dtype"] = self._kv_data_type
+        if self._o_data_type is not None:
+            device["o_dtype"] = self._o_data_type
         with _HOST if self._host_workspace else fw.device_guard(self._workspace):
             try:
                 self._plan_info = self._native.plan(*self._plan_args, opts, fw.native(self._workspace),
@@ -515,7 +533,7 @@ class BatchWrapperBase:
         if self._plan_args is None:
             raise InvalidArgumentError("run: plan() has not been called")
         lse_base, lse_layout = lse_form(lse_base, lse_layout)
-        _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
+        _args.fp8_array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.Q_DTYPES)
         # A given lse is written, as FlashInfer's kernels write it, but the result is a tuple
         # only with return_lse, as FlashInfer's is.
         write_lse = bool(return_lse or lse is not None)
@@ -524,7 +542,7 @@ class BatchWrapperBase:
             dest, lse = transposed_lse(q, out, lse, self._num_qo_heads), None
         if write_lse != self._planned_lse or (sinks is not None) != self._planned_sinks:
             self._plan_now(write_lse, sinks is not None)
-        out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads)
+        out, lse = outputs(q, out, lse, write_lse, self._num_qo_heads, self._o_data_type)
         with fw.device_guard(q):
             info = call(out, lse, sinks)
             if write_lse:

@@ -37,7 +37,7 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
                          paged_kv_last_page_len_buf=paged_kv_last_page_len_buf,
                          custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf, backend=backend)
         self._kernel = dict(q_data_type=fw.canonical_dtype(q_data_type, "q_data_type"),
-                            kv_data_type=fw.canonical_dtype(kv_data_type, "kv_data_type", fp8=True),
+                            kv_data_type=fw.canonical_dtype(kv_data_type, "kv_data_type", fp8=fw.FP8_DTYPES),
                             head_dim_qk=_args.integer(head_dim_qk, "head_dim_qk"),
                             head_dim_vo=_args.integer(head_dim_vo, "head_dim_vo"))
         self._sliding = _args.window_left(window_left) >= 0
@@ -53,7 +53,8 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
                        head_dim_vo=given.get("head_dim_vo") or given.get("head_dim_qk"))
         for name, want in self._kernel.items():
             got = planned[name]
-            got = fw.canonical_dtype(got, name, fp8=name == "kv_data_type") if name.endswith("data_type") else got
+            if name.endswith("data_type"):
+                got = fw.canonical_dtype(got, name, fp8=fw.FP8_DTYPES if name == "kv_data_type" else ())
             if got != want:
                 raise UnsupportedError(f"{name}: plan() got {got}, the wrapper was constructed for {want}")
         if _args.window_left(given.get("window_left", -1)) >= 0 and not self._sliding:

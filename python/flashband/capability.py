@@ -37,7 +37,9 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
     kind, index = _device(device)
     cap = _args.real(logits_soft_cap, "logits_soft_cap")
     num_qo_heads, num_kv_heads, head_dim = _args.heads(num_qo_heads, num_kv_heads, head_dim)
-    return _C.ProblemDesc(op=_args.text(op, "op"), dtype=fw.canonical_dtype(dtype, "dtype"), device=kind,
+    # dtype: q's; float8_e4m3fn asks about fp8 attention (SPEC.md), with kv_dtype e4m3 too.
+    return _C.ProblemDesc(op=_args.text(op, "op"), dtype=fw.canonical_dtype(dtype, "dtype", fp8=fw.FP8_Q_DTYPES),
+                          device=kind,
                           device_id=index, head_dim=head_dim, num_qo_heads=num_qo_heads,
                           num_kv_heads=num_kv_heads, causal=_args.flag(causal, "causal"),
                           window_left=_args.window_left(window_left),
@@ -48,7 +50,7 @@ def _problem(op: str, dtype: Any, device: Any, head_dim: int, num_qo_heads: int,
                           has_empty_rows=_args.flag(has_empty_rows, "has_empty_rows"),
                           cuda_graph=_args.flag(cuda_graph, "use_cuda_graph"),
                           disable_split_kv=_args.flag(disable_split_kv, "disable_split_kv"),
-                          kv_dtype=None if kv_dtype is None else fw.canonical_dtype(kv_dtype, "kv_dtype", fp8=True),
+                          kv_dtype=None if kv_dtype is None else fw.canonical_dtype(kv_dtype, "kv_dtype", fp8=fw.FP8_DTYPES),
                           sinks=_args.flag(sinks, "sinks"), custom_mask=_args.flag(custom_mask, "custom_mask"))
 
 
@@ -66,7 +68,8 @@ def supports(op: str = "single_prefill", *, backend: str = "auto", dtype: Any = 
     every kv_len is normalised to -1 by plan(); pass -1 for it here). has_empty_rows: some
     query row sees no key (causal with qo_len > kv_len, or an empty KV). disable_split_kv:
     as the wrappers' plan() argument (cudnn refuses it). window_right: as plan() takes it
-    (>= 1 for a two-sided window; 0 is causal). kv_dtype: the K/V storage (None: dtype's;
+    (>= 1 for a two-sided window; 0 is causal). dtype: q's; 'float8_e4m3fn' is fp8 attention
+    (with kv_dtype 'float8_e4m3fn'). kv_dtype: the K/V storage (None: dtype's;
     'float8_e4m3fn' / 'float8_e5m2': an fp8 cache, the capability table's K/V dtype column).
     sinks: runs pass attention sinks (run()'s `sinks`; cudnn: prefill only, cuDNN >= 9.13).
     custom_mask: the plan has a custom mask (cpu, sm80 and sm90 prefill serve one)."""

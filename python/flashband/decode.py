@@ -12,7 +12,7 @@ import numpy as np
 from . import _C
 from . import _args
 from . import _frameworks as fw
-from ._common import kv_scales, make_options, refuse_unsupported
+from ._common import make_options, refuse_unsupported
 from ._wrapper import BatchWrapperBase, _installed_anyway, plan_sizes
 from .errors import InvalidArgumentError, UnsupportedError
 from .prefill import _num_pages, _paged_call, _used_indices, single_prefill_with_kv_cache
@@ -29,10 +29,17 @@ def single_decode_with_kv_cache(
 ) -> Union[Any, Tuple[Any, Any]]:
     """q [Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND). Returns out [Hq, D],
     or (out, lse [Hq]) when return_lse. k_scale, v_scale: as single_prefill_with_kv_cache's
-    (an fp8 k and v); q_scale (fp8 q): None or 1.0 only."""
+    (an fp8 k and v); q_scale (fp8 q): None or 1.0 only. fp8 q (fp8 attention) is refused:
+    FlashInfer 0.7.2's single decode has no output dtype argument and flashband writes no fp8
+    output; single_prefill_with_kv_cache(q[None], k, v, scale_q=, o_dtype=) serves it."""
     del use_tensor_cores  # a kernel-choice hint: the backend picks its decode kernel
     refuse_unsupported(pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale, rope_theta=rope_theta,
                        q_scale=q_scale)
+    if hasattr(q, "dtype") and _args.dtype_name(q) in fw.FP8_Q_DTYPES:
+        raise UnsupportedError(
+            "q: float8_e4m3fn (fp8 attention) in single_decode_with_kv_cache, which has no output dtype "
+            "argument (flashband writes no fp8 output); use single_prefill_with_kv_cache(q[None], k, v, "
+            "scale_q=, o_dtype=) or the decode wrapper with o_data_type")
     _args.array(q, "q", 2, "[num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
     result = single_prefill_with_kv_cache(
         q[None], k, v, kv_layout=kv_layout, window_left=window_left,
@@ -150,7 +157,8 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
              disable_split_kv: bool = False, seq_lens: Any = None,
              block_tables: Any = None, is_causal: Optional[bool] = None) -> None:
         """q_data_type: float16 unless given here or through data_type, FlashInfer's older
-        name for both q_data_type and kv_data_type (it fills those not given).
+        name for both q_data_type and kv_data_type (it fills those not given); float8_e4m3fn
+        is fp8 attention, which needs o_data_type (as the paged prefill wrapper's plan()).
         q_len_per_req (FlashInfer's, for speculative decoding): each request's last
         q_len_per_req tokens query the cache, causally (bottom-right, as in prefill); q
         then has batch * q_len_per_req rows, and under use_cuda_graph the value is fixed by
@@ -180,7 +188,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 f"q_len_per_req: got {q_len}, but this use_cuda_graph wrapper was planned with "
                 f"{self._q_len_per_req}, part of the captured shape; use a wrapper per value")
         q_data_type, kv_data_type = _with_data_type(q_data_type, kv_data_type, data_type)
-        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
+        dtype, kv_dtype, o_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim, None, o_data_type)
         host_indptr = fw.host_int32(indptr, "indptr")
         batch = max(len(host_indptr) - 1, 0)
         if batch * q_len > _args.INT32_MAX:
@@ -224,7 +232,7 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         with _decode_names(q_len > 1):
             try:
                 self._do_plan(args, semantics, return_lse, num_qo_heads, sizes, buffers,
-                              device_indices, kv_data_type=kv_dtype)
+                              device_indices, dtypes=(kv_dtype, o_dtype))
             except Exception as e:
                 if self._native is not previous and not _installed_anyway(e):
                     self._native, self._native_chunks = previous, previous_chunks
@@ -277,12 +285,13 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
         kv_cache_sf: None only. k_scale, v_scale: an fp8 cache's scales (kv_data_type given
         to plan), numbers or one-element float32 arrays on the run's device read when the
         kernel runs (a captured graph replays with their value then); with a 16-bit cache
-        None or 1.0 only. The cache must have the plan's kv_data_type (ValueError)."""
+        None or 1.0 only. q_scale: fp8 attention's q descale (a plan with q_data_type
+        float8_e4m3fn), as k_scale; with 16-bit q None or 1.0 only. q and the cache must have
+        the plan's q_data_type / kv_data_type, out its o_data_type (ValueError)."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale,
-                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+        refuse_unsupported(skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf)
-        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
+        scales = self._run_scales(q_scale, k_scale, v_scale)
         if q_len_per_req is not None and _args.integer(q_len_per_req, "q_len_per_req", lo=None, hi=None) != (self._q_len_per_req or 1):
             raise UnsupportedError(
                 f"q_len_per_req: run() got {q_len_per_req}, the plan's is {self._q_len_per_req or 1}; "
@@ -297,12 +306,13 @@ class BatchDecodeWithPagedKVCacheWrapper(BatchWrapperBase):
                 sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
                 rope_theta: Optional[float] = None, *, return_lse: bool = False) -> Any:
         """FlashInfer's deprecated run() that takes the settings (they replace the plan's,
-        as in FlashInfer; a plan with other settings is re-planned)."""
+        as in FlashInfer; a plan with other settings is re-planned); the scales go to run()."""
+        self._run_scales(q_scale, k_scale, v_scale)  # judged before any re-plan
         with _decode_names(self._native_chunks):
             self._forward_settings(dict(window_left=window_left, logits_soft_cap=logits_soft_cap,
                                         sm_scale=sm_scale),
                                    pos_encoding_mode=pos_encoding_mode, rope_scale=rope_scale,
-                                   rope_theta=rope_theta, q_scale=q_scale)
+                                   rope_theta=rope_theta)
         return self.run(q, paged_kv_cache, q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                         return_lse=return_lse)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _C
 from . import _args
+from . import _fp8_attention
 from . import _frameworks as fw
 from ._common import kv_scales, make_options, outputs, record, refuse_unsupported
 from ._custom_mask import packed_mask
@@ -63,22 +64,35 @@ def single_prefill_with_kv_cache(
     float8_e5m2 (torch's, or ml_dtypes' for NumPy) with q fp16/bf16, dequantized as they are
     read: logits sm_scale * k_scale * (q . k8), output v_scale * (P . v8); each scale a
     number or a one-element float32 array on q's device (read when the kernel runs).
-    scale_q/scale_k/scale_v are FlashInfer's per-head scales of fp8 q (the fp8-attention
-    path: C++ only so far, issue 60, and per-tensor there): None or 1.0 only.
+
+    fp8 attention (SPEC.md "fp8 attention"; chosen by q's dtype alone): q, k and v all
+    float8_e4m3fn, logits sm_scale * q_scale * k_scale * (q8 . k8), P quantized to e4m3 for
+    P . v8; approximate by design (SPEC.md states its bound). Descales: scale_q, and scale_k /
+    scale_v or k_scale / v_scale (one of each pair), each a number or a one-element float32
+    array; FlashInfer's per-head scale_q / scale_k / scale_v ([num_qo_heads] / [num_kv_heads])
+    are refused (per-tensor only). The output is float16 or bfloat16 and must be named, by
+    o_dtype or by out's dtype (FlashInfer 0.7.2 defaults o_dtype to q's, an fp8 output,
+    which flashband does not write). With 16-bit q, scale_q / scale_k / scale_v are None or
+    1.0 only and o_dtype None or q's dtype.
     """
     refuse_unsupported(pos_encoding_mode=pos_encoding_mode, use_fp16_qk_reduction=use_fp16_qk_reduction,
-                       rope_scale=rope_scale, rope_theta=rope_theta, scale_q=scale_q,
-                       scale_k=scale_k, scale_v=scale_v, kv_cache_sf=kv_cache_sf)
+                       rope_scale=rope_scale, rope_theta=rope_theta, kv_cache_sf=kv_cache_sf)
     _check_qkv(q, k, v)
     kv_len = int(k.shape[0 if kv_layout == "NHD" else 1])
     mask, _ = packed_mask(custom_mask, packed_custom_mask, np.array([q.shape[0]]), np.array([kv_len]))
-    scales = kv_scales(k_scale, v_scale, fp8=_args.dtype_name(k) in fw.FP8_DTYPES)
-    if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype") != fw.dtype_name(q):
-        raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; "
-                               "flashband writes outputs in q's dtype")
+    if _args.dtype_name(q) in fw.FP8_Q_DTYPES:
+        scales = _fp8_attention.single_scales(scale_q, scale_k, scale_v, k_scale, v_scale)
+        o_dtype = _fp8_attention.single_output_dtype(o_dtype, out)
+    else:
+        refuse_unsupported(scale_q=scale_q, scale_k=scale_k, scale_v=scale_v)
+        scales = kv_scales(k_scale, v_scale, fp8=_args.dtype_name(k) in fw.FP8_DTYPES)
+        if o_dtype is not None and fw.canonical_dtype(o_dtype, "o_dtype", fp8=fw.FP8_DTYPES) != fw.dtype_name(q):
+            raise UnsupportedError(f"o_dtype: {o_dtype} differs from q's {fw.dtype_name(q)}; flashband writes "
+                                   "outputs in q's dtype (another is fp8 attention's, with float8_e4m3fn q)")
+        o_dtype = None
     heads = q.shape[1]
     write_lse = return_lse or lse is not None  # a given lse is written, as in the batch wrappers
-    out, lse = outputs(q, out, lse, write_lse, heads)
+    out, lse = outputs(q, out, lse, write_lse, heads, o_dtype)
     opts = make_options(causal=causal, window_left=window_left, window_right=window_right,
                         logits_soft_cap=logits_soft_cap,
                         sm_scale=sm_scale, return_lse=write_lse, kv_layout=kv_layout,
@@ -91,20 +105,21 @@ def single_prefill_with_kv_cache(
         if nbytes > 0:
             workspace = fw.empty(q, (nbytes,), "uint8")
     n = fw.native
-    (k_bytes, kv_dtype), (v_bytes, v_dtype) = fw.kv_native(k), fw.kv_native(v)
+    (q_in, q_dtype), (k_bytes, kv_dtype), (v_bytes, v_dtype) = map(fw.native_and_format, (q, k, v))
     if kv_dtype != v_dtype:
         raise InvalidArgumentError(f"v: dtype {fw.dtype_name(v)}, expected k's {fw.dtype_name(k)}")
     with fw.device_guard(q):
-        record(_C.single_prefill(n(q), k_bytes, v_bytes, n(out), n(lse), opts, n(workspace),
-                                 kv_dtype=kv_dtype, sinks=n(sinks), custom_mask=n(mask), **scales))
+        record(_C.single_prefill(q_in, k_bytes, v_bytes, n(out), n(lse), opts, n(workspace), kv_dtype=kv_dtype,
+                                 sinks=n(sinks), custom_mask=n(mask), q_dtype=q_dtype, **scales))
     return (out, lse) if return_lse else out
 
 
 def _check_qkv(q: Any, k: Any, v: Any) -> None:
-    """q [tokens, Hq, D], k and v of rank 3 (either layout), all of a float dtype."""
-    _args.array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.FLOAT_DTYPES)
+    """q [tokens, Hq, D], k and v of rank 3 (either layout), all of a float dtype (fp8 ones
+    where SPEC.md takes them: K/V e4m3 or e5m2, q e4m3)."""
+    _args.fp8_array(q, "q", 3, "[tokens, num_qo_heads, head_dim]", _args.Q_DTYPES)
     for x, name in ((k, "k"), (v, "v")):
-        _args.kv_array(x, name, 3, "[kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len, head_dim] (HND)")
+        _args.fp8_array(x, name, 3, "[kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len, head_dim] (HND)")
 
 
 def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, *args: Any,
@@ -168,7 +183,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         window_right (flashband extension; FlashInfer's prefill has none): keys up to
         p(i) + window_right, -1 none; with causal=True only -1 and 0 (SPEC.md). return_lse (flashband extension): plan for runs that return LSE; a run that
         differs re-plans once, so say it here to keep plan() off the run path.
-        o_data_type: q's dtype or None; fixed_split_size: None or -1 only; disable_split_kv:
+        q_data_type float8_e4m3fn is fp8 attention (SPEC.md): kv_data_type then float8_e4m3fn
+        (its default, as FlashInfer's) and o_data_type float16 or bfloat16, required (FlashInfer
+        defaults it to q's, an fp8 output flashband does not write); run() takes q_scale.
+        With 16-bit q, o_data_type is q's dtype or None. fixed_split_size: None or -1 only; disable_split_kv:
         no split-KV (one pass over each row's keys; cudnn refuses it). FlashInfer's
         multi-item scoring arguments (prefix_len_ptr, ...) are taken at their neutral values
         only; FlashInfer 0.7's cuDNN inputs (seq_lens, seq_lens_q, max_token_per_sequence,
@@ -182,7 +200,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                            seq_lens_q=seq_lens_q, max_token_per_sequence=max_token_per_sequence,
                            max_sequence_kv=max_sequence_kv, v_indptr=v_indptr, o_indptr=o_indptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        dtype, kv_dtype, o_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
         kv = fw.host_int32(kv_indptr, "kv_indptr")
@@ -193,7 +211,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
                                  logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
                                  disable_split_kv=disable_split_kv, custom_mask=mask is not None),
                       return_lse, num_qo_heads, plan_sizes(qo, head_dim_qk),
-                      dict(qo_indptr_buf=qo, kv_indptr_buf=kv), kv_data_type=kv_dtype)
+                      dict(qo_indptr_buf=qo, kv_indptr_buf=kv), dtypes=(kv_dtype, o_dtype))
         self._store_mask(mask, target, byte_indptr)
 
     def run(self, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
@@ -208,19 +226,22 @@ class BatchPrefillWithRaggedKVCacheWrapper(BatchWrapperBase):
         results), not used; kv_cache_sf (fp4): None only.
         k_scale, v_scale: an fp8 cache's dequantization scales (kv_data_type given to plan):
         numbers or one-element float32 arrays on the run's device, read when the kernel
-        runs; with a 16-bit cache None or 1.0 only. q_scale, o_scale (fp8 attention:
-        C++ only so far, issue 60): None or 1.0 only. k and v must have the plan's kv_data_type (ValueError otherwise)."""
+        runs; with a 16-bit cache None or 1.0 only. q_scale: fp8 attention's q descale (a
+        plan with q_data_type float8_e4m3fn), a number or one-element float32 array as
+        k_scale; with 16-bit q None or 1.0 only. o_scale: None or 1.0 only. q, k and v must
+        have the plan's q_data_type / kv_data_type, out its o_data_type (ValueError otherwise)."""
         del enable_pdl
-        refuse_unsupported(q_scale=q_scale, o_scale=o_scale, kv_cache_sf=kv_cache_sf)
-        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
+        refuse_unsupported(o_scale=o_scale, kv_cache_sf=kv_cache_sf)
+        scales = self._run_scales(q_scale, k_scale, v_scale)
         self._check_run_window(window_left)
         _check_qkv(q, k, v)
         n = fw.native
-        (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
+        (q_in, q_dtype), (k_bytes, kv_dtype), (v_bytes, _) = map(fw.native_and_format, (q, k, v))
         return self._run(q, out, lse, return_lse,
-                         lambda o, l, s: self._native.run(n(q), k_bytes, v_bytes, n(o), n(l),
+                         lambda o, l, s: self._native.run(q_in, k_bytes, v_bytes, n(o), n(l),
                                                           stream=fw.current_stream(q), kv_dtype=kv_dtype,
-                                                          sinks=n(s), custom_mask=n(self._mask_bits), **scales),
+                                                          sinks=n(s), custom_mask=n(self._mask_bits),
+                                                          q_dtype=q_dtype, **scales),
                          sinks, lse_base, lse_layout)
 
     def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
@@ -285,7 +306,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
              num_pages: Optional[int] = None, window_right: int = -1) -> None:
         """custom_mask, packed_custom_mask, window_right: as for the ragged wrapper. num_pages (flashband extension): pages in the cache, to check the indices at plan
         time; by default max(paged_kv_indices) + 1, and run() checks them against the cache.
-        o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
+        q_data_type, o_data_type, fixed_split_size, disable_split_kv: as for the ragged wrapper;
         seq_lens, seq_lens_q, block_tables, max_token_per_sequence and max_sequence_kv
         (FlashInfer's trtllm-gen/cuDNN inputs) are taken as None only, the multi-item
         scoring arguments at their neutral values."""
@@ -299,7 +320,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                            token_pos_in_items_len=token_pos_in_items_len,
                            max_item_len_ptr=max_item_len_ptr)
         del non_blocking  # a scheduling hint: plan's copies are small and host-side
-        dtype, kv_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
+        dtype, kv_dtype, o_dtype = self._plan_dtype(q_data_type, kv_data_type, head_dim_qk, head_dim_vo, o_data_type)
         num_qo_heads, num_kv_heads, head_dim_qk = _args.heads(num_qo_heads, num_kv_heads, head_dim_qk, "head_dim_qk")
         page_size = _args.integer(page_size, "page_size")
         qo = fw.host_int32(qo_indptr, "qo_indptr")
@@ -318,7 +339,7 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
                       plan_sizes(qo, head_dim_qk, indptr, self._longest()),
                       dict(qo_indptr_buf=qo, paged_kv_indptr_buf=indptr,
                            paged_kv_indices_buf=indices, paged_kv_last_page_len_buf=last),
-                      self._page_index_buffer, kv_data_type=kv_dtype)
+                      self._page_index_buffer, dtypes=(kv_dtype, o_dtype))
         self._store_mask(mask, target, byte_indptr)
 
     def workspace_size(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
@@ -375,16 +396,15 @@ class BatchPrefillWithPagedKVCacheWrapper(BatchWrapperBase):
             kv_cache_sf: Any = None, lse_base: str = "log2", lse_layout: str = "NH",
             use_fp16_softmax: Optional[bool] = None,
             uses_spcompress: Optional[bool] = None) -> Union[Any, Tuple[Any, Any]]:
-        """As the ragged wrapper's run() (k_scale, v_scale included). FlashInfer's
+        """As the ragged wrapper's run() (q_scale, k_scale, v_scale included). FlashInfer's
         approximations and fp4 inputs (skip_softmax_threshold_scale_factor, kv_cache_sf) are
         taken as None only, its trtllm-gen cubin choices (use_fp16_softmax, uses_spcompress)
         as None or False."""
         del enable_pdl  # a launch hint (no effect on results)
-        refuse_unsupported(q_scale=q_scale,
-                           skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+        refuse_unsupported(skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
                            kv_cache_sf=kv_cache_sf, use_fp16_softmax=use_fp16_softmax,
                            uses_spcompress=uses_spcompress)
-        scales = kv_scales(k_scale, v_scale, fp8=self._kv_data_type is not None)
+        scales = self._run_scales(q_scale, k_scale, v_scale)
         self._check_run_window(window_left)
         return self._run(q, out, lse, return_lse, _paged_call(self, q, paged_kv_cache, scales),
                          sinks, lse_base, lse_layout)
@@ -447,29 +467,31 @@ def _paged_call(wrapper: BatchWrapperBase, q: Any, paged_kv_cache: Any, scales: 
     """run() of a paged native object, for a (k, v) pair or a stacked [P, 2, ...] cache
     (either also without the page axis, for page size 1), with the run's fp8 scales."""
     n = fw.native
+    q_in, q_dtype = fw.native_and_format(q)
+    scales = dict(scales, q_dtype=q_dtype)
     if isinstance(paged_kv_cache, (tuple, list)):
         if len(paged_kv_cache) != 2:
             raise InvalidArgumentError(
                 f"paged_kv_cache: a tuple must be (k_cache, v_cache); got {len(paged_kv_cache)} items")
         for x, name in zip(paged_kv_cache, ("paged_kv_cache[0] (k)", "paged_kv_cache[1] (v)")):
-            _args.kv_array(x, name)
+            _args.fp8_array(x, name)
         k, v = (_page_of_one(x, wrapper._kv_layout, 4) for x in paged_kv_cache)
         wrapper._cache_pages = min(int(k.shape[0]), int(v.shape[0])) if len(k.shape) and len(v.shape) else 0
         def run_pair(o: Any, l: Any, s: Any) -> Any:
             with _args.renamed(_PAIR_NAMES):
-                (k_bytes, kv_dtype), (v_bytes, _) = fw.kv_native(k), fw.kv_native(v)
-                return wrapper._native.run(n(q), k_bytes, v_bytes, n(o), n(l), stream=fw.current_stream(q),
+                (k_bytes, kv_dtype), (v_bytes, _) = fw.native_and_format(k), fw.native_and_format(v)
+                return wrapper._native.run(q_in, k_bytes, v_bytes, n(o), n(l), stream=fw.current_stream(q),
                                            kv_dtype=kv_dtype, sinks=n(s), custom_mask=n(wrapper._mask_bits),
                                            **scales)
         return run_pair
-    _args.kv_array(paged_kv_cache, "paged_kv_cache")
+    _args.fp8_array(paged_kv_cache, "paged_kv_cache")
     cache = _page_of_one(paged_kv_cache, wrapper._kv_layout, 5)
     wrapper._cache_pages = int(cache.shape[0]) if len(cache.shape) else 0
 
     def run_stacked(o: Any, l: Any, s: Any) -> Any:
         with _args.renamed(_STACKED_NAMES):
-            cache_bytes, kv_dtype = fw.kv_native(cache)
-            return wrapper._native.run_stacked(n(q), cache_bytes, n(o), n(l), stream=fw.current_stream(q),
+            cache_bytes, kv_dtype = fw.native_and_format(cache)
+            return wrapper._native.run_stacked(q_in, cache_bytes, n(o), n(l), stream=fw.current_stream(q),
                                                kv_dtype=kv_dtype, sinks=n(s), custom_mask=n(wrapper._mask_bits),
                                                **scales)
     return run_stacked

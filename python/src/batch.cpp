@@ -30,13 +30,15 @@ void expect_size(const HostIndex& a, int64_t size, const char* what, const char*
 }
 
 BatchShape make_shape(int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
-                      const WorkspaceArg& w, const std::optional<std::string>& kv_dtype) {
+                      const WorkspaceArg& w, const std::optional<std::string>& kv_dtype,
+                      const std::optional<std::string>& o_dtype) {
   BatchShape s;
   s.num_qo_heads = num_qo_heads;
   s.num_kv_heads = num_kv_heads;
   s.head_dim = head_dim;
   s.dtype = parse_dtype(dtype, "q_data_type");
   if (kv_dtype) s.kv_dtype = parse_dtype(*kv_dtype, "kv_data_type");
+  if (o_dtype) s.o_dtype = parse_dtype(*o_dtype, "o_data_type");
   s.device = w.device;  // the plan runs where its workspace lives, as in FlashInfer
   s.device_id = w.device_id;
   return s;
@@ -110,7 +112,7 @@ PagedIndex make_pages(const HostIndex& indptr, const InArray& indices, const InA
 }
 
 PagedKVCache cache_of(const InArray& k, const InArray& v, const std::optional<std::string>& fp8) {
-  return PagedKVCache{kv_view_of(k, "paged_kv_cache[0] (k)", fp8), kv_view_of(v, "paged_kv_cache[1] (v)", fp8)};
+  return PagedKVCache{fp8_view_of(k, "paged_kv_cache[0] (k)", fp8), fp8_view_of(v, "paged_kv_cache[1] (v)", fp8)};
 }
 
 template <class Array>
@@ -125,9 +127,10 @@ struct RunArgsArg {
   ScalesArg scales;
   TensorView sinks_view, mask_view;
   RunArgs args;
-  RunArgsArg(uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-             const InArray& v_scale_tensor, const InArray& sinks, const InArray& custom_mask)
-      : scales(k_scale, v_scale, k_scale_tensor, v_scale_tensor) {
+  RunArgsArg(uintptr_t stream, double q_scale, double k_scale, double v_scale, const InArray& q_scale_tensor,
+             const InArray& k_scale_tensor, const InArray& v_scale_tensor, const InArray& sinks,
+             const InArray& custom_mask)
+      : scales(q_scale, k_scale, v_scale, q_scale_tensor, k_scale_tensor, v_scale_tensor) {
     args.scales = scales.scales;
     args.sinks = optional_view(sinks, "sinks", sinks_view);
     args.custom_mask = optional_view(custom_mask, "custom_mask", mask_view);
@@ -145,29 +148,35 @@ void bind_paged_runs(nb::class_<Paged>& c) {
        "run",
        [](const Paged& self, const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
           const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
-          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks, const InArray& custom_mask) {
+          const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype, const InArray& sinks, const InArray& custom_mask,
+          const std::optional<std::string>& q_dtype, double q_scale, const InArray& q_scale_tensor) {
          TensorView lse_view;
-         const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
-         return self.run(view_of(q, "q"), cache_of(k, v, kv_dtype), view_of(out, "out"),
+         const RunArgsArg r(stream, q_scale, k_scale, v_scale, q_scale_tensor, k_scale_tensor, v_scale_tensor, sinks,
+                            custom_mask);
+         return self.run(fp8_view_of(q, "q", q_dtype), cache_of(k, v, kv_dtype), view_of(out, "out"),
                          optional_view(lse, "lse", lse_view), r.args);
        },
        arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
        arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
+       arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), arg("q_dtype").none() = nb::none(), arg("q_scale") = 1.0,
+       arg("q_scale_tensor").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>())
       .def(
           "run_stacked",
           [](const Paged& self, const InArray& q, const InArray& kv, const OutArray& out, const OutArray& lse,
              uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-             const InArray& sinks, const InArray& custom_mask) {
+             const InArray& sinks, const InArray& custom_mask, const std::optional<std::string>& q_dtype,
+             double q_scale, const InArray& q_scale_tensor) {
             TensorView lse_view;
-            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
-            return self.run(view_of(q, "q"), PagedKVCache::from_stacked(kv_view_of(kv, "paged_kv_cache", kv_dtype)),
+            const RunArgsArg r(stream, q_scale, k_scale, v_scale, q_scale_tensor, k_scale_tensor, v_scale_tensor,
+                               sinks, custom_mask);
+            return self.run(fp8_view_of(q, "q", q_dtype), PagedKVCache::from_stacked(fp8_view_of(kv, "paged_kv_cache", kv_dtype)),
                             view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("kv"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0,
           arg("v_scale") = 1.0, arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), arg("q_dtype").none() = nb::none(), arg("q_scale") = 1.0,
+       arg("q_scale_tensor").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace
@@ -183,33 +192,36 @@ void bind_batch(nb::module_& m) {
           [](BatchPrefillRagged& self, const InArray& qo_indptr, const InArray& kv_indptr,
              int num_qo_heads, int num_kv_heads, int head_dim, const std::string& dtype,
              const Options& opts, const OutArray& workspace, const OutArray& plan_workspace,
-             const std::optional<std::string>& kv_dtype) {
+             const std::optional<std::string>& kv_dtype, const std::optional<std::string>& o_dtype) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex kv = host_index(kv_indptr, "kv_indptr");
             const int batch = batch_of(qo, "qo_indptr");
             expect_size(kv, qo.size, "kv_indptr", "same length as qo_indptr");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             return self.plan(qo.data, kv.data, batch,
-                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype), opts,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype, o_dtype), opts,
                              w.workspace);
           },
           arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"), arg("num_kv_heads"),
           arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
-          arg("plan_workspace").none() = nb::none(), arg("kv_dtype").none() = nb::none(), release)
+          arg("plan_workspace").none() = nb::none(), arg("kv_dtype").none() = nb::none(), arg("o_dtype").none() = nb::none(), release)
       .def(
           "run",
           [](const BatchPrefillRagged& self, const InArray& q, const InArray& k, const InArray& v,
              const OutArray& out, const OutArray& lse, uintptr_t stream, double k_scale, double v_scale, const InArray& k_scale_tensor,
              const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-             const InArray& sinks, const InArray& custom_mask) {
+             const InArray& sinks, const InArray& custom_mask, const std::optional<std::string>& q_dtype,
+             double q_scale, const InArray& q_scale_tensor) {
             TensorView lse_view;
-            const RunArgsArg r(stream, k_scale, v_scale, k_scale_tensor, v_scale_tensor, sinks, custom_mask);
-            return self.run(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
+            const RunArgsArg r(stream, q_scale, k_scale, v_scale, q_scale_tensor, k_scale_tensor, v_scale_tensor,
+                               sinks, custom_mask);
+            return self.run(fp8_view_of(q, "q", q_dtype), fp8_view_of(k, "k", kv_dtype), fp8_view_of(v, "v", kv_dtype),
                             view_of(out, "out"), optional_view(lse, "lse", lse_view), r.args);
           },
           arg("q"), arg("k"), arg("v"), arg("out"), arg("lse").none(), arg("stream") = 0, arg("k_scale") = 1.0, arg("v_scale") = 1.0,
           arg("k_scale_tensor").none() = nb::none(), arg("v_scale_tensor").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), release);
+          arg("kv_dtype").none() = nb::none(), arg("sinks").none() = nb::none(), arg("custom_mask").none() = nb::none(), arg("q_dtype").none() = nb::none(), arg("q_scale") = 1.0,
+          arg("q_scale_tensor").none() = nb::none(), release);
 
   auto prefill_paged = nb::class_<BatchPrefillPaged>(m, "BatchPrefillPaged");
   prefill_paged
@@ -221,7 +233,7 @@ void bind_batch(nb::module_& m) {
              int page_size, int num_pages, int num_qo_heads, int num_kv_heads, int head_dim,
              const std::string& dtype, const Options& opts, const OutArray& workspace,
              const OutArray& plan_workspace, const InArray& device_indices,
-             const std::optional<std::string>& kv_dtype) {
+             const std::optional<std::string>& kv_dtype, const std::optional<std::string>& o_dtype) {
             const HostIndex qo = host_index(qo_indptr, "qo_indptr");
             const HostIndex indptr = host_index(paged_kv_indptr, "paged_kv_indptr");
             const HostIndex last = host_index(paged_kv_last_page_len, "paged_kv_last_page_len");
@@ -232,14 +244,14 @@ void bind_batch(nb::module_& m) {
                 make_pages(indptr, paged_kv_indices, device_indices, last, batch, page_size, num_pages, w,
                            "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len");
             return self.plan(qo.data, pages, batch,
-                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype), opts,
+                             make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype, o_dtype), opts,
                              w.workspace);
           },
           arg("qo_indptr"), arg("paged_kv_indptr"), arg("paged_kv_indices").none(),
           arg("paged_kv_last_page_len"), arg("page_size"), arg("num_pages"), arg("num_qo_heads"),
           arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"), arg("workspace"),
           arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), release)
+          arg("kv_dtype").none() = nb::none(), arg("o_dtype").none() = nb::none(), release)
       .def("check", &BatchPrefillPaged::check, release);
   bind_paged_runs(prefill_paged);
 
@@ -252,20 +264,20 @@ void bind_batch(nb::module_& m) {
              const InArray& last_page_len_arr, int page_size, int num_pages, int num_qo_heads,
              int num_kv_heads, int head_dim, const std::string& dtype, const Options& opts,
              const OutArray& workspace, const OutArray& plan_workspace, const InArray& device_indices,
-             const std::optional<std::string>& kv_dtype) {
+             const std::optional<std::string>& kv_dtype, const std::optional<std::string>& o_dtype) {
             const HostIndex indptr = host_index(indptr_arr, "indptr");
             const HostIndex last = host_index(last_page_len_arr, "last_page_len");
             const int batch = batch_of(indptr, "indptr");
             const WorkspaceArg w = workspaces_of(workspace, plan_workspace);
             const PagedIndex pages = make_pages(indptr, indices_arr, device_indices, last, batch, page_size,
                                                 num_pages, w, "indptr", "indices", "last_page_len");
-            return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype),
+            return self.plan(pages, batch, make_shape(num_qo_heads, num_kv_heads, head_dim, dtype, w, kv_dtype, o_dtype),
                              opts, w.workspace);
           },
           arg("indptr"), arg("indices").none(), arg("last_page_len"), arg("page_size"), arg("num_pages"),
           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("dtype"), arg("opts"),
           arg("workspace"), arg("plan_workspace").none() = nb::none(), arg("device_indices").none() = nb::none(),
-          arg("kv_dtype").none() = nb::none(), release)
+          arg("kv_dtype").none() = nb::none(), arg("o_dtype").none() = nb::none(), release)
       .def("check", &BatchDecodePaged::check, release);
   bind_paged_runs(decode);
 }

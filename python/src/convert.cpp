@@ -36,28 +36,34 @@ DLTensor as_dltensor(const Array& a) {
 TensorView view_of(const InArray& a, const char* what) { return from_dlpack(as_dltensor(a), what); }
 TensorView view_of(const OutArray& a, const char* what) { return from_dlpack(as_dltensor(a), what); }
 
-TensorView kv_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8) {
+TensorView fp8_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8) {
   if (!fp8) return view_of(a, what);
-  const DType dtype = parse_dtype(*fp8, "kv_data_type");
+  const DType dtype = parse_dtype(*fp8, what);
   DLTensor t = as_dltensor(a);
   if (!is_fp8(dtype) || t.dtype.code != kDLUInt || t.dtype.bits != 8 || t.dtype.lanes != 1)
-    invalid(std::string(what) + ": an fp8 array is passed as its uint8 bytes with kv_dtype naming its format");
+    invalid(std::string(what) + ": an fp8 array is passed as its uint8 bytes with an fp8 format naming it");
   t.dtype = to_dlpack_dtype(dtype);
   return from_dlpack(t, what);
 }
 
-ScalesArg::ScalesArg(double k_scale, double v_scale, const InArray& k_scale_tensor, const InArray& v_scale_tensor) {
-  // Narrowed by name: a scale float32 holds only as 0 or inf is refused, not run.
-  scales.k_scale = validate::float_param("k_scale", k_scale);
-  scales.v_scale = validate::float_param("v_scale", v_scale);
-  if (k_scale_tensor.is_valid()) {
-    k_tensor = view_of(k_scale_tensor, "k_scale");
-    scales.k_scale_tensor = &k_tensor;
+namespace {
+// One scale: narrowed by name (a scale float32 holds only as 0 or inf is refused, not run),
+// and its tensor, if given, viewed into `storage`.
+float scale_arg(const char* name, double value, const InArray& tensor, TensorView& storage,
+                const TensorView*& slot) {
+  if (tensor.is_valid()) {
+    storage = view_of(tensor, name);
+    slot = &storage;
   }
-  if (v_scale_tensor.is_valid()) {
-    v_tensor = view_of(v_scale_tensor, "v_scale");
-    scales.v_scale_tensor = &v_tensor;
-  }
+  return validate::float_param(name, value);
+}
+}  // namespace
+
+ScalesArg::ScalesArg(double q_scale, double k_scale, double v_scale, const InArray& q_scale_tensor,
+                     const InArray& k_scale_tensor, const InArray& v_scale_tensor) {
+  scales.q_scale = scale_arg("q_scale", q_scale, q_scale_tensor, q_tensor, scales.q_scale_tensor);
+  scales.k_scale = scale_arg("k_scale", k_scale, k_scale_tensor, k_tensor, scales.k_scale_tensor);
+  scales.v_scale = scale_arg("v_scale", v_scale, v_scale_tensor, v_tensor, scales.v_scale_tensor);
 }
 
 HostIndex host_index(const InArray& a, const char* what) {

@@ -27,17 +27,19 @@ using OutArray = nb::ndarray<>;
 TensorView view_of(const InArray& a, const char* what);
 TensorView view_of(const OutArray& a, const char* what);
 
-// K or V: an fp8 array arrives as its bytes (a uint8 view: NumPy cannot export fp8 through
-// DLPack, and not every torch can), with `fp8` naming its format ("float8_e4m3fn",
-// "float8_e5m2"); without `fp8` it is view_of.
-TensorView kv_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8);
+// An input that may be fp8 (K, V, or fp8 attention's q): an fp8 array arrives as its bytes
+// (a uint8 view: NumPy cannot export fp8 through DLPack, and not every torch can), with
+// `fp8` naming its format ("float8_e4m3fn", "float8_e5m2"); without `fp8` it is view_of.
+TensorView fp8_view_of(const InArray& a, const char* what, const std::optional<std::string>& fp8);
 
-// run()'s fp8 scales: floats, or one-element arrays read when the kernel runs (the tensor
-// wins). `scales` points into this object: keep it where it was filled.
+// run()'s fp8 scales (q_scale: fp8 attention's; k_scale, v_scale: an fp8 cache's): floats,
+// or one-element arrays read when the kernel runs (the tensor wins). `scales` points into
+// this object: keep it where it was filled.
 struct ScalesArg {
   KVScales scales;
-  TensorView k_tensor, v_tensor;
-  ScalesArg(double k_scale, double v_scale, const InArray& k_scale_tensor, const InArray& v_scale_tensor);
+  TensorView q_tensor, k_tensor, v_tensor;
+  ScalesArg(double q_scale, double k_scale, double v_scale, const InArray& q_scale_tensor,
+            const InArray& k_scale_tensor, const InArray& v_scale_tensor);
   ScalesArg(const ScalesArg&) = delete;
 };
 

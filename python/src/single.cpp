@@ -85,14 +85,15 @@ void bind_single(nb::module_& m) {
       [](const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
          const OutArray& lse, const Options& opts, const OutArray& workspace, double k_scale, double v_scale,
          const InArray& k_scale_tensor, const InArray& v_scale_tensor, const std::optional<std::string>& kv_dtype,
-         const InArray& sinks, const InArray& custom_mask) {
+         const InArray& sinks, const InArray& custom_mask, const std::optional<std::string>& q_dtype, double q_scale,
+         const InArray& q_scale_tensor) {
         const TensorView lse_view = lse.is_valid() ? view_of(lse, "lse") : TensorView{};
         const TensorView sinks_view = sinks.is_valid() ? view_of(sinks, "sinks") : TensorView{};
         const TensorView mask_view = custom_mask.is_valid() ? view_of(custom_mask, "custom_mask") : TensorView{};
         Workspace ws;
         if (workspace.is_valid()) ws = workspace_of(workspace, "workspace").workspace;
-        const ScalesArg s(k_scale, v_scale, k_scale_tensor, v_scale_tensor);
-        return single_prefill(view_of(q, "q"), kv_view_of(k, "k", kv_dtype), kv_view_of(v, "v", kv_dtype),
+        const ScalesArg s(q_scale, k_scale, v_scale, q_scale_tensor, k_scale_tensor, v_scale_tensor);
+        return single_prefill(fp8_view_of(q, "q", q_dtype), fp8_view_of(k, "k", kv_dtype), fp8_view_of(v, "v", kv_dtype),
                               view_of(out, "out"), lse.is_valid() ? &lse_view : nullptr, opts, ws, s.scales,
                               sinks.is_valid() ? &sinks_view : nullptr, custom_mask.is_valid() ? &mask_view : nullptr);
       },
@@ -100,9 +101,11 @@ void bind_single(nb::module_& m) {
       nb::arg("opts"), nb::arg("workspace").none() = nb::none(), nb::arg("k_scale") = 1.0, nb::arg("v_scale") = 1.0,
       nb::arg("k_scale_tensor").none() = nb::none(), nb::arg("v_scale_tensor").none() = nb::none(),
       nb::arg("kv_dtype").none() = nb::none(), nb::arg("sinks").none() = nb::none(),
-      nb::arg("custom_mask").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
+      nb::arg("custom_mask").none() = nb::none(), nb::arg("q_dtype").none() = nb::none(), nb::arg("q_scale") = 1.0,
+      nb::arg("q_scale_tensor").none() = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
       "q [qo_len, Hq, D]; k, v [kv_len, Hk, D] (NHD) or [Hk, kv_len, D] (HND), fp8 ones as uint8 bytes with "
-      "kv_dtype naming the format; writes out and lse.");
+      "kv_dtype (k, v) or q_dtype (q, fp8 attention) naming the format; out's dtype is the output's; writes out "
+      "and lse.");
 }
 
 }  // namespace flashband::python

@@ -56,3 +56,21 @@ def assert_differs(a, b, bound=0.1, what="window"):
     """The test would not notice a backend ignoring `what` unless the references differ."""
     diff = np.max(np.abs(a - b), initial=0.0)
     assert diff > bound, f"{what}: references differ by only {diff:.3g}; the test is vacuous"
+
+
+# fp8 attention (SPEC.md "fp8 attention"): approximate by design, so its own bound.
+FP8_ATTENTION_FROBENIUS = 3e-2
+
+
+def assert_fp8_attention(out, exact, emulated, dtype, what="out"):
+    """SPEC.md's fp8-attention bound: against the exact oracle on the dequantized inputs,
+    relative Frobenius error <= 3e-2, and max |out - exact| <= 2 max |emulated - exact| + the
+    output dtype's atol, where `emulated` is the oracle that quantizes P as SPEC.md states."""
+    out = np.asarray(out, dtype=np.float64)
+    assert out.shape == exact.shape, f"{what}: shape {out.shape} != reference {exact.shape}"
+    assert np.isfinite(out).all(), f"{what}: not finite at {np.argwhere(~np.isfinite(out))[:3].tolist()}"
+    rel = np.linalg.norm(out - exact) / np.linalg.norm(exact)
+    assert rel <= FP8_ATTENTION_FROBENIUS, f"{what}: relative Frobenius error {rel:.3g} > {FP8_ATTENTION_FROBENIUS}"
+    bound = 2.0 * np.max(np.abs(emulated - exact), initial=0.0) + TOLERANCES[dtype][0]
+    worst = np.max(np.abs(out - exact), initial=0.0)
+    assert worst <= bound, f"{what}: max |out - exact| = {worst:.3g} > 2 x the emulating oracle's + atol = {bound:.3g}"

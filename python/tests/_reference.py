@@ -5,7 +5,9 @@ o [qo_len, Hq, D] and lse [qo_len, Hq] in base 2; rows that see no key give 0 an
 sinks (SPEC.md "Attention sinks"): float [Hq] natural-log logits that join each row's
 denominator with no value; a row that sees no key then gives 0 and sink / ln 2.
 mask (SPEC.md "Custom masks"): the unpacked bool [qo_len, kv_len] matrix, ANDed with the
-rest of visible(i, j) (never the packed bits: the oracle does not share the unpacking)."""
+rest of visible(i, j) (never the packed bits: the oracle does not share the unpacking).
+quantize_p (SPEC.md "fp8 attention"): the fp8-emulating oracle, which rounds each row's
+weights to e4m3 as the formula states (e4m3_np, written from the format's definition)."""
 
 import math
 
@@ -29,8 +31,19 @@ def visible_np(qo_len, kv_len, causal, window_left, window_right=-1):
     return vis
 
 
+def e4m3_np(x):
+    """x rounded to float8_e4m3fn: 3 mantissa bits, normal binades from 2^-6 (below it the
+    subnormal step 2^-9), nearest with ties to even (np.round), saturating at +-448."""
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    binade = np.maximum(np.floor(np.log2(np.where(a > 0, a, 1.0))), -6.0)
+    step = np.exp2(binade - 3)
+    return np.copysign(np.minimum(np.round(a / step) * step, 448.0), x)
+
+
 def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logits_soft_cap=None,
-                 sm_scale=None, sinks=None, mask=None):
+                 sm_scale=None, sinks=None, mask=None, quantize_p=False):
+    assert not (quantize_p and sinks is not None), "fp8 attention's oracle takes no sinks here"
     qo_len, hq, d = q.shape
     kv_len, hk, _ = k.shape
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
@@ -53,7 +66,10 @@ def attention_np(q, k, v, *, causal=False, window_left=-1, window_right=-1, logi
     if sink is not None:
         l = l + np.exp(sink - m_safe)  # the sink's term, no value
     seen = l > 0
-    o = np.einsum("hij,jhd->ihd", e / np.where(seen, l, 1.0), v)
+    # fp8 attention: P8 = e4m3(2^8 exp(s - m)) against the row's final maximum, divided by
+    # the row sum of the unquantized weights (the 2^8 cancels).
+    p = e4m3_np(256.0 * e) / 256.0 if quantize_p else e
+    o = np.einsum("hij,jhd->ihd", p / np.where(seen, l, 1.0), v)
     lse = np.where(seen, (m_safe + np.log(np.where(seen, l, 1.0))) / LN2, -np.inf)[..., 0]
     return o, lse.T.copy()
 

@@ -200,11 +200,12 @@ def test_plan_dtype_rules():
     # FlashInfer's data_type fills kv_data_type beside an explicit q_data_type (SGLang's use).
     w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="float16", data_type="float8_e5m2")
     assert w._kv_data_type == "float8_e5m2"
-    # ... and q_data_type too when it is not given: fp8 q is the fp8-attention path.
-    with pytest.raises(InvalidArgumentError, match="fp8-attention path"):
+    # ... and q_data_type too when it is not given: fp8 q is fp8 attention (test_fp8_attention.py),
+    # which needs the output dtype named; e5m2 q is no path at all.
+    with pytest.raises(InvalidArgumentError, match="o_data_type: not given"):
         w.plan(indptr, indices, last, HQ, HK, D, PAGE, data_type="float8_e4m3fn")
-    with pytest.raises(InvalidArgumentError, match="q_data_type: float8_e4m3fn"):
-        w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="float8_e4m3fn", kv_data_type="float8_e4m3fn")
+    with pytest.raises(InvalidArgumentError, match="q_data_type: float8_e5m2 is not one of .*float8_e4m3fn q"):
+        w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="float8_e5m2", kv_data_type="float8_e5m2")
     with pytest.raises(InvalidArgumentError, match="an fp8 cache is read with float16 or bfloat16 q"):
         w.plan(indptr, indices, last, HQ, HK, D, PAGE, q_data_type="float32", kv_data_type="e4m3")
     with pytest.raises(UnsupportedError, match="kv_data_type"):

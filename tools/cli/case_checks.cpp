@@ -23,12 +23,15 @@ constexpr FlagName kFlags[] = {
     {"sm_scale", "--sm-scale"},         {"sinks", "--sinks"},              {"custom_mask", "--mask-density"},
     {"page_size", "--page-size"},       {"kv_layout", "--layout"},         {"dtype", "--dtype"},
     {"q_data_type", "--dtype"},         {"kv_data_type", "--kv-dtype"},    {"kv_dtype", "--kv-dtype"},
-    {"k_scale", "--k-scale"},           {"v_scale", "--v-scale"},
+    {"k_scale", "--k-scale"},           {"v_scale", "--v-scale"},          {"q_scale", "--q-scale"},
+    {"o_data_type", "--o-dtype"},
 };
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
 
-[[noreturn]] void refuse(ErrorCode code, const std::string& message) { throw Error(code, in_flag_names(message)); }
+[[noreturn]] void refuse_in_flags(ErrorCode code, const std::string& message, const char* q_flag) {
+  throw Error(code, in_flag_names(message, q_flag));
+}
 
 // Elements of q, k, v and out over every request; false when the count overflows int64.
 bool input_elements(const testing::Case& c, int64_t& total) {
@@ -51,10 +54,10 @@ bool input_elements(const testing::Case& c, int64_t& total) {
 
 }  // namespace
 
-std::string in_flag_names(const std::string& message) {
+std::string in_flag_names(const std::string& message, const char* q_flag) {
   std::string out = message;
   for (const FlagName& f : kFlags) {
-    const std::string from = f.library, to = f.flag;
+    const std::string from = f.library, to = std::string(f.flag) == "--dtype" ? q_flag : f.flag;
     for (std::size_t pos = out.find(from); pos != std::string::npos; pos = out.find(from, pos)) {
       const bool whole = (pos == 0 || !word_char(out[pos - 1])) &&
                          (pos + from.size() == out.size() || !word_char(out[pos + from.size()]));
@@ -69,13 +72,24 @@ std::string in_flag_names(const std::string& message) {
   return out;
 }
 
-void check_case(const testing::Case& c) {
+void check_case(const testing::Case& c, const char* q_flag) {
+  auto refuse = [q_flag](ErrorCode code, const std::string& message) { refuse_in_flags(code, message, q_flag); };
+  // fp8 attention's flags with 16-bit q, said here in flag names (the library's words would
+  // read "dtype" as --dtype).
+  const std::string q16 = std::string(q_flag) + " " + dtype_name(c.dtype);
+  if (c.dtype != DType::kE4M3 && c.q_scale != 1.0f)
+    throw Error(ErrorCode::kInvalidArgument, "--q-scale: given with " + q16 + "; it dequantizes fp8 attention's q (--q-dtype e4m3)");
+  if (c.dtype != DType::kE4M3 && c.o_dtype && *c.o_dtype != c.dtype)
+    throw Error(ErrorCode::kInvalidArgument, std::string("--o-dtype: got ") + dtype_name(*c.o_dtype) + " with " + q16 +
+                                                 "; the output is q's, except with --q-dtype e4m3 (fp8 attention)");
   try {
     validate::options(testing::case_options(c));
     validate::heads(c.num_qo_heads, c.num_kv_heads, c.head_dim);
-    // fp8 K/V and its scales, as plan() and run() judge them.
+    // fp8 K/V, fp8 attention's output and the scales, as plan() and run() judge them.
     const DType kv = c.kv_dtype.value_or(c.dtype);
     validate::kv_dtype(c.dtype, kv);
+    validate::o_dtype(c.dtype, c.o_dtype, "o_data_type");
+    validate::kv_scale("q_scale", c.q_scale);
     validate::kv_scale("k_scale", c.k_scale);
     validate::kv_scale("v_scale", c.v_scale);
     if (!is_fp8(kv) && (c.k_scale != 1.0f || c.v_scale != 1.0f || c.scale_tensors))

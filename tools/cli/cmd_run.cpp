@@ -30,11 +30,14 @@ testing::EntryPoint parse_entry(const std::string& s) {
   throw Error(ErrorCode::kInvalidArgument, "--entry: got '" + s + "', allowed: single, ragged, paged, decode");
 }
 
-DType parse_dtype(const std::string& s) {
+// --dtype, --o-dtype; --q-dtype also takes e4m3 (fp8 attention, SPEC.md): each flag's values.
+DType parse_dtype(const std::string& s, const char* flag = "dtype", bool e4m3 = false) {
   if (s == "fp16" || s == "f16" || s == "float16") return DType::kF16;
   if (s == "bf16" || s == "bfloat16") return DType::kBF16;
   if (s == "fp32" || s == "f32" || s == "float32") return DType::kF32;
-  throw Error(ErrorCode::kInvalidArgument, "--dtype: got '" + s + "', allowed: fp16, bf16, fp32");
+  if (e4m3 && (s == "e4m3" || s == "fp8_e4m3" || s == "float8_e4m3fn")) return DType::kE4M3;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string("--") + flag + ": got '" + s + "', allowed: fp16, bf16, fp32" + (e4m3 ? ", e4m3" : ""));
 }
 
 // --kv-dtype: the K/V storage; "as-q" (the default) stores them in q's dtype.
@@ -135,8 +138,13 @@ int cmd_run(Args& a) {
   c.num_qo_heads = a.integer("heads", 32);
   c.num_kv_heads = a.integer("kv-heads", c.num_qo_heads);
   c.head_dim = a.integer("head-dim", 128);
-  c.dtype = parse_dtype(a.str("dtype", "bf16"));
+  // q's dtype: --dtype, or --q-dtype, which also takes fp8 attention's e4m3.
+  if (a.given("dtype") && a.given("q-dtype")) conflict("dtype", "q-dtype");
+  const char* q_flag = a.given("q-dtype") ? "--q-dtype" : "--dtype";
+  c.dtype = a.given("q-dtype") ? parse_dtype(a.str("q-dtype", ""), "q-dtype", true) : parse_dtype(a.str("dtype", "bf16"));
   c.kv_dtype = parse_kv_dtype(a.str("kv-dtype", "as-q"));
+  if (a.given("o-dtype")) c.o_dtype = parse_dtype(a.str("o-dtype", ""), "o-dtype");
+  if (a.given("q-scale")) c.q_scale = float_flag(a, "q-scale", "q_scale");
   if (a.given("k-scale")) c.k_scale = float_flag(a, "k-scale", "k_scale");
   if (a.given("v-scale")) c.v_scale = float_flag(a, "v-scale", "v_scale");
   c.scale_tensors = a.flag("scale-tensors");
@@ -174,7 +182,7 @@ int cmd_run(Args& a) {
   if (cfg.timed_iters < 0 || warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--iters/--warmup: must be >= 0");
   const bool json = a.flag("json");
   a.finish();
-  check_case(c);  // before run_case allocates anything
+  check_case(c, q_flag);  // before run_case allocates anything
 
   const auto r = testing::run_case(c, cfg);
   if (!json) print_result_header();

@@ -18,6 +18,8 @@ commands:
              --qo-lens a,b,c --kv-lens a,b,c  --heads N --kv-heads N --head-dim D
              --dtype fp16|bf16|fp32  --causal  --window W  --window-right R  --soft-cap C
              --sm-scale S  --kv-dtype as-q|e4m3|e5m2  --k-scale S --v-scale S  --scale-tensors
+             --q-dtype fp16|bf16|fp32|e4m3  (q's dtype instead of --dtype; e4m3 is fp8
+               attention: K/V e4m3, needs --o-dtype fp16|bf16)  --q-scale S  --o-dtype D
              --sinks s0,s1,...  (attention sinks, one per query head)
              --mask-density P  (a random custom mask from --seed, P of the keys allowed)
              --mask-tree  (a tree-verify mask: the last qo_len keys a random draft tree)
