@@ -237,15 +237,17 @@ __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fall
 
 // fp8 K/V: gather_tile's rows, parts and destinations, but each 16-byte chunk of q's type
 // comes from 8 fp8 bytes loaded into registers, converted (fp8_chunk.h) and stored with
-// st.shared. A thread issues a pass's loads (up to kMaxFp8LoadsInFlight) before the first
-// conversion, so a pass costs one memory latency, not one per chunk. Rows without a page
-// (kTail, address 0) are not read and store zeros, as the cp.async zero fill does. e5m2
-// (else e4m3) is uniform over the launch: a branch per batch of loads, not an
-// instantiation per format (one per format spilled more at D = 256: 152 / 516 bytes).
-// At most 4 loads (8 registers) in flight: D = 256's 24-register producer spilled
-// 164 / 400 bytes (stores / loads, ptxas, bf16) with a pass's 8, 64 / 288 with 4 and
-// 188 / 700 with 2 (its 16-bit twin: 60 / 64).
-constexpr int kMaxFp8LoadsInFlight = 4;
+// st.shared. The producer waits for these loads itself (a cp.async does not hold a
+// register), so it issues a batch of them before the first conversion: a batch costs one
+// memory latency, not one per chunk. Rows without a page (kTail, address 0) are not read
+// and store zeros, as the cp.async zero fill does. e5m2 (else e4m3) is uniform over the
+// launch: a branch per batch, not an instantiation per format (one per format spilled more
+// at D = 256: 152 / 516 bytes).
+// Loads a batch, per thread: 4 (8 registers): two passes at D = 64, one at D = 128, half
+// of one at D = 256. ptxas, bytes of spill stores / loads: 8 a batch spilled 128 / 128 at
+// D = 64 (f16) and 28 / 304 at D = 128 (bf16); D = 256's 24-register producer (bf16)
+// 164 / 400 with 8, 188 / 700 with 2, 64 / 288 with 4, its 16-bit twin 60 / 64.
+constexpr int kFp8LoadsInFlight = 4;
 template <class Traits, bool kTail>
 __device__ __forceinline__ void gather_tile_fp8(uint32_t addresses, typename Traits::Element* tile, int tid,
                                                bool e5m2) {
@@ -253,35 +255,45 @@ __device__ __forceinline__ void gather_tile_fp8(uint32_t addresses, typename Tra
   using G = GatherShape<Traits>;
   constexpr int kThreadsPerRow = G::kThreadsPerRow, kRowsPerPass = G::kRowsPerPass, kCopies = G::kCopies;
   constexpr int kCodeBytes = Traits::kChunkCols;  // fp8 bytes per chunk
-  // Loads in flight per thread: a pass's at D = 64 and 128 (2, 4), half of one at D = 256.
-  constexpr int kBatch = kCopies < kMaxFp8LoadsInFlight ? kCopies : kMaxFp8LoadsInFlight;
-  static_assert(kCopies % kBatch == 0);
+  static_assert(Traits::kBlockN % kRowsPerPass == 0, "fp8 rows are narrow tiles: whole passes only");
+  // A batch of kFp8LoadsInFlight loads: kBatchPasses whole passes, or kBatchCopies of one.
+  constexpr int kLoads = kFp8LoadsInFlight;
+  constexpr int kBatchCopies = kCopies < kLoads ? kCopies : kLoads;
+  constexpr int kBatchPasses = kCopies < kLoads ? kLoads / kCopies : 1;
+  static_assert(kCopies % kBatchCopies == 0 && G::kPasses % kBatchPasses == 0);
   const int part = tid % kThreadsPerRow;
   const int row0 = tid / kThreadsPerRow;
   const uint32_t tile_addr = ptx::smem_addr(tile);
 #pragma unroll
-  for (int pass = 0; pass < G::kPasses; ++pass) {
-    const int row = row0 + pass * kRowsPerPass;
-    if (G::past_tile(pass, row)) break;
-    const uint64_t address = ptx::ld_shared_u64(addresses + row * sizeof(ulonglong2));
-    const char* src = reinterpret_cast<const char*>(address) + part * kCodeBytes;
+  for (int pass0 = 0; pass0 < G::kPasses; pass0 += kBatchPasses) {
+    uint64_t address[kBatchPasses];  // of the batch's rows
 #pragma unroll
-    for (int j0 = 0; j0 < kCopies; j0 += kBatch) {
-      uint2 codes[kBatch];
-      if (!kTail || address != 0) {
+    for (int b = 0; b < kBatchPasses; ++b)
+      address[b] = ptx::ld_shared_u64(addresses + (row0 + (pass0 + b) * kRowsPerPass) * sizeof(ulonglong2));
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j)
-          codes[j] = ptx::ld_global_nc_v2_evict_last(src + (j0 + j) * kThreadsPerRow * kCodeBytes);
-      } else {
+    for (int j0 = 0; j0 < kCopies; j0 += kBatchCopies) {
+      uint2 codes[kBatchPasses][kBatchCopies];
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j) codes[j] = make_uint2(0u, 0u);  // +0 in both formats
+      for (int b = 0; b < kBatchPasses; ++b) {
+        const char* src = reinterpret_cast<const char*>(address[b]) + part * kCodeBytes;
+        if (!kTail || address[b] != 0) {
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j)
+            codes[b][j] = ptx::ld_global_nc_v2_evict_last(src + (j0 + j) * kThreadsPerRow * kCodeBytes);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j) codes[b][j] = make_uint2(0u, 0u);  // +0 in both formats
+        }
       }
       auto store = [&](auto format) {
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j)
-          ptx::st_shared_v4(tile_addr + sizeof(typename Traits::Element) *
-                                            gather_dst<kThreadsPerRow>(row, part, j0 + j, Traits::kBlockN),
-                            to_q_chunk<kQ, decltype(format)::value>(codes[j]));
+        for (int b = 0; b < kBatchPasses; ++b)
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j)
+            ptx::st_shared_v4(tile_addr + sizeof(typename Traits::Element) *
+                                              gather_dst<kThreadsPerRow>(row0 + (pass0 + b) * kRowsPerPass, part,
+                                                                         j0 + j, Traits::kBlockN),
+                              to_q_chunk<kQ, decltype(format)::value>(codes[b][j]));
       };
       if (e5m2)
         store(std::integral_constant<DType, DType::kE5M2>{});
