@@ -6,16 +6,20 @@
 // soft cap. Requests span several KV tiles with kv_len's end inside a tile (the zero-filled
 // tail rows) beside an empty request; paged caches hold NaN in every unused slot and spare
 // page (kv_layout.h), so a gather that reads past a request's last key fails. Then: a wrong
-// k_scale or v_scale fails the oracle (each scale is applied), and a long request whose
-// keys the planner splits (v_scale in the partial states before the merge).
+// k_scale or v_scale fails the oracle (each scale is applied), a long request whose keys the
+// planner splits (v_scale in the partial states before the merge), and a NaN code in K or V
+// shows in the rows that see it and in no other (SPEC.md "Quantized KV").
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "case.h"
+#include "case_steps.h"
 #include "fp8_grid.h"
 #include "gpu_backends.h"
 
@@ -122,6 +126,47 @@ TEST(Sm90Fp8KVSplit, MatchesOracle) {
       EXPECT_TRUE(r.passed) << c.name() << ": " << r.failure << " (variant " << r.info.variant << ")";
       EXPECT_GT(r.info.num_kv_splits, 1) << c.name() << ": the plan did not split, so no merge was tested";
     }
+}
+
+// One request (37 rows over 300 keys, causal: row i sees keys up to i + 263), GQA 4:2. A NaN
+// code in K at key 280 of KV head 0 makes rows 17.. of query heads 0 and 1 NaN; rows 0..16
+// mask that logit to -inf in the same tile. A NaN code in V at key 0, dim 5, reaches every
+// row of heads 0 and 1 in dim 5 only. Everything else equals the run without the NaN, bit
+// for bit (same kernel, same order).
+TEST(Sm90Fp8KVNonFinite, RowsThatSeeItAndOnlyThose) {
+  FB_SKIP_WITHOUT_CUDA();
+  constexpr int kQo = 37, kKv = 300, kHq = 4, kHk = 2, kD = 128, kKey = 280, kDim = 5;
+  int seed = 300;
+  for (DType kv : {DType::kE4M3, DType::kE5M2})
+    for (DType q : {DType::kF16, DType::kBF16})
+      for (bool in_k : {true, false}) {
+        Case c = paged_fp8_case(16, kD, kv, q, kMasks[1], false, ++seed);
+        c.qo_lens = {kQo};
+        c.kv_lens = {kKv};
+        c.num_qo_heads = kHq;
+        c.num_kv_heads = kHk;
+        c.layout = KVLayout::kNHD;
+        FB_SKIP_UNSUPPORTED(c, true);
+        std::vector<RequestData> data = make_case_data(c);
+        const ApiOutputs clean = run_api(c, data);
+        const int key = in_k ? kKey : 0;
+        (in_k ? data[0].k : data[0].v)[(static_cast<size_t>(key) * kHk + 0) * kD + kDim] =
+            std::numeric_limits<double>::quiet_NaN();  // stored as the format's NaN code
+        const ApiOutputs got = run_api(c, data);
+        int wrong = 0;
+        for (int i = 0; i < kQo; ++i)
+          for (int h = 0; h < kHq; ++h)
+            for (int d = 0; d < kD; ++d) {
+              const size_t at = (static_cast<size_t>(i) * kHq + h) * kD + d;
+              const bool group0 = h < kHq / kHk;
+              const bool nan_expected = group0 && (in_k ? i + (kKv - kQo) >= kKey : d == kDim);
+              const bool ok = nan_expected ? std::isnan(got.out[at]) : got.out[at] == clean.out[at];
+              if (!ok && ++wrong <= 5)
+                ADD_FAILURE() << c.name() << (in_k ? " K" : " V") << " NaN: row " << i << " head " << h << " dim "
+                              << d << " got " << got.out[at] << ", clean run " << clean.out[at];
+            }
+        EXPECT_EQ(wrong, 0) << c.name();
+      }
 }
 
 }  // namespace
