@@ -69,7 +69,7 @@ TEST_P(Sm90Fp8KV, MatchesOracle) {
   int seed = page_size * 7 + head_dim;
   for (DType q : {DType::kF16, DType::kBF16})
     for (const Masking& m : kMasks) {
-      const Case c = paged_fp8_case(page_size, head_dim, kv, q, m, seed % 2 == 0, seed);
+      const Case c = paged_fp8_case(page_size, head_dim, kv, q, m, (seed / 2) % 2 == 0, seed);  // scales: seed % 2
       ++seed;
       FB_SKIP_UNSUPPORTED(c, true);  // sm90 claims fp8 K/V on paged prefill
       const CaseResult r = run_case(c);
@@ -101,7 +101,8 @@ TEST(Sm90Fp8KVWrongScale, FailsTheOracle) {
         for (bool tensors : {false, true}) {
           const Case c = paged_fp8_case(page_size, head_dim, kv, DType::kBF16, kMasks[1], tensors, ++seed);
           FB_SKIP_UNSUPPORTED(c, true);
-          for (auto [k, v] : {std::pair{1.0f, c.v_scale}, std::pair{c.k_scale, 1.0f}, std::pair{c.v_scale, c.k_scale}}) {
+          for (auto [k, v] :
+               {std::pair{1.0f, c.v_scale}, std::pair{c.k_scale, 1.0f}, std::pair{c.v_scale, c.k_scale}}) {
             const ScaleJudgement j = judge_with_scales(c, k, v);
             EXPECT_TRUE(j.passes_own) << c.name() << ": " << j.own_failure;
             EXPECT_FALSE(j.passes_judged) << c.name() << " also passes judged with k_scale " << k << ", v_scale " << v;

@@ -18,10 +18,12 @@ namespace {
 
 // The power of two the fp8 conversion leaves in K and V for q's dtype (fp8_bits.h kScaleFold).
 float fp8_scale_fold(DType q, DType kv) {
-  const bool f16 = q == DType::kF16;
+  using sm80::Fp8Bits;
   if (kv == DType::kE4M3)
-    return f16 ? sm80::Fp8Bits<DType::kF16, DType::kE4M3>::kScaleFold : sm80::Fp8Bits<DType::kBF16, DType::kE4M3>::kScaleFold;
-  return f16 ? sm80::Fp8Bits<DType::kF16, DType::kE5M2>::kScaleFold : sm80::Fp8Bits<DType::kBF16, DType::kE5M2>::kScaleFold;
+    return q == DType::kF16 ? Fp8Bits<DType::kF16, DType::kE4M3>::kScaleFold
+                            : Fp8Bits<DType::kBF16, DType::kE4M3>::kScaleFold;
+  return q == DType::kF16 ? Fp8Bits<DType::kF16, DType::kE5M2>::kScaleFold
+                          : Fp8Bits<DType::kBF16, DType::kE5M2>::kScaleFold;
 }
 
 }  // namespace
@@ -55,7 +57,8 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   // The K/V element a kernel reads is compiled in: an fp8 cache on a 16-bit kernel (or the
   // reverse) would be read as the wrong type.
   if (shape.fp8_kv != is_fp8(a.kv_dtype))
-    throw Error(ErrorCode::kInternal, std::string("sm90: K/V of dtype ") + dtype_name(a.kv_dtype) + " reached a kernel " +
+    throw Error(ErrorCode::kInternal, std::string("sm90: K/V of dtype ") + dtype_name(a.kv_dtype) +
+                                          " reached a kernel " +
                                           (shape.fp8_kv ? "for fp8 K/V" : "for K/V in q's dtype"));
   if (shape.paged && shape.gather_only && !shape.fp8_kv && pages_by_tma(a.page_size))
     throw Error(ErrorCode::kInternal, "sm90: pages of " + std::to_string(a.page_size) +

@@ -46,5 +46,6 @@ void launch_prefill(const core::AttentionParams& a) {
 
 // One explicit instantiation per generated kernels/*.cu file, whose one line is its
 // kernel_list.h row.
-#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV) \
-  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)(const flashband::core::AttentionParams&);
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)           \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)( \
+      const flashband::core::AttentionParams&);
