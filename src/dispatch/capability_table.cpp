@@ -82,12 +82,19 @@ Limits sm80_limits_99kb(Op op) {
   return l;
 }
 
-Limits sm90_limits() {
+// fp8 K/V: the paged producer converts gathered fp8 rows to q's type on their way into the
+// stage buffers wgmma reads (producer.h gather_tile_fp8). Single and ragged prefill load
+// contiguous K/V with TMA boxes, which land fp8 bytes unconverted: refused there, so auto
+// takes sm80's fp8 kernels.
+Limits sm90_limits(Op op) {
   Limits l = sm80_limits();
   l.device_page_indices = false;  // its planner reads the page indices to build TMA work
   l.fp8_attention_note = "fp8 attention kernels not written yet, issue 60";
-  l.kv_dtypes.clear();
-  l.kv_dtypes_note = "its fp8 K/V conversion on the way to wgmma is not built yet (issue 65)";
+  if (op != Op::kPagedPrefill) {
+    l.kv_dtypes.clear();
+    l.kv_dtypes_note = "its single and ragged prefill load contiguous K/V by TMA, with no fp8 conversion on the way "
+                       "to wgmma; its paged prefill and sm80 serve fp8 K/V (issue 65)";
+  }
   l.custom_mask = true;  // the runtime-mask kernels read the bits (custom_mask.h)
   l.note_custom_mask = nullptr;
   return l;
@@ -140,7 +147,7 @@ std::vector<CapabilityRow> build_table() {
                     "sm_90a build of the portable kernels; GPU grid passed on H200 (docs/findings.md F34)"});
   }
   for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill}) {
-    rows.push_back({op, Backend::kSM90, 90, 90, Status::kValidated, sm90_limits(),
+    rows.push_back({op, Backend::kSM90, 90, 90, Status::kValidated, sm90_limits(op),
                     "TMA + wgmma, warp-specialised; GPU grid passed on H200 (docs/findings.md F34)"});
   }
   rows.push_back({Op::kPagedDecode, Backend::kSM90, 90, 90, Status::kUnsupported, {},
@@ -167,12 +174,13 @@ std::vector<CapabilityRow> build_table() {
   }
   // Served and compiled, but their GPU grids have not run (findings F45): clear a bit
   // together with the run that validates it (tests/gpu/attention_grid_test.cpp Band,
-  // tests/gpu/sinks_test.cpp, tests/gpu/sm80_fp8_kv_test.cpp, fp8_kv_grid_test.cpp,
+  // tests/gpu/sinks_test.cpp, tests/gpu/sm80_fp8_kv_test.cpp, sm90_fp8_kv_test.cpp, fp8_kv_grid_test.cpp,
   // tests/gpu/custom_mask_test.cpp).
   for (CapabilityRow& r : rows) {
     if (r.backend == Backend::kSM80 || r.backend == Backend::kSM90) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
     if (r.backend == Backend::kSM80) r.unvalidated |= kFeatureFp8KV | kFeatureCustomMask;
-    if (r.backend == Backend::kSM90) r.unvalidated |= kFeatureCustomMask;  // tests/gpu/custom_mask_sm90_test.cpp
+    // tests/gpu/custom_mask_sm90_test.cpp, sm90_fp8_kv_test.cpp
+    if (r.backend == Backend::kSM90) r.unvalidated |= kFeatureCustomMask | kFeatureFp8KV;
     if (r.backend == Backend::kCUDNN) r.unvalidated = kFeatureWindowRight | kFeatureSinks;
   }
   return rows;

@@ -79,12 +79,15 @@ struct KernelId {
   int head_dim;
   bool paged, wide;
   sm90::MaskKind mask;
-  auto tie() const { return std::make_tuple(static_cast<int>(dtype), head_dim, paged, wide, static_cast<int>(mask)); }
+  bool fp8_kv;
+  auto tie() const {
+    return std::make_tuple(static_cast<int>(dtype), head_dim, paged, wide, static_cast<int>(mask), fp8_kv);
+  }
   bool operator<(const KernelId& o) const { return tie() < o.tie(); }
   std::string name() const {
     const char* m = mask == sm90::MaskKind::kAny ? "runtime-mask" : mask == sm90::MaskKind::kCausal ? "causal" : "kv-len";
     return std::string(dtype == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(head_dim) +
-           (paged ? " paged" : " contiguous") + (wide ? " wide " : " narrow ") + m;
+           (paged ? " paged" : " contiguous") + (wide ? " wide " : " narrow ") + m + (fp8_kv ? " fp8 K/V" : "");
   }
 };
 
@@ -101,34 +104,33 @@ Ran g_ran;
 }  // namespace
 
 namespace sm90 {
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask, bool kFp8KV>
 void launch_prefill(const core::AttentionParams& a) {
   ++g_ran.calls;
-  g_ran.kernel = {kDType, kHeadDim, kPaged, kWide, kMask};
+  g_ran.kernel = {kDType, kHeadDim, kPaged, kWide, kMask, kFp8KV};
   g_ran.block_m = TileConfig<kHeadDim, kWide>::kBlockM;
   g_ran.block_n = TileConfig<kHeadDim, kWide>::kBlockN;
-  g_ran.gather_only = kPagedGatherOnly<kHeadDim, kWide>;
+  g_ran.gather_only = kPagedGatherOnly<kHeadDim, kWide> || kFp8KV;  // as shared_storage.h kGatherOnly
   PlanState st = plan_state(a);  // without work items make_kernel_params stops after its checks
   st.items = nullptr;
   st.num_items = 0;
   try {
-    (void)make_kernel_params(a, st,
-                             {g_ran.block_m, g_ran.block_n, kPaged, kMask, kPagedGatherOnly<kHeadDim, kWide>});
+    (void)make_kernel_params(a, st, {g_ran.block_m, g_ran.block_n, kPaged, kMask, g_ran.gather_only, kFp8KV});
   } catch (const Error& e) {
     g_ran.refused = e.what();
   }
 }
 }  // namespace sm90
 
-#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK) \
-  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK)(const core::AttentionParams&);
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV) \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)(const core::AttentionParams&);
 #include "backends/sm90/kernel_list.h"
 #undef FLASHBAND_SM90_KERNEL
 
 namespace {
 
 KernelId id_of(const sm90::CompiledKernel& k) {
-  return {k.dtype, k.head_dim, k.storage == core::KVStorage::kPaged, k.wide, k.mask};
+  return {k.dtype, k.head_dim, k.storage == core::KVStorage::kPaged, k.wide, k.mask, k.fp8_kv};
 }
 
 // Whether a tile has a kernel compiled without masks (the rule's choice for problems
@@ -174,6 +176,7 @@ detail::Plan problem_plan(DType dt, int D, int page_size, const std::vector<int>
   core::AttentionParams& a = plan.params;
   a.op = paged ? Op::kPagedPrefill : (B == 1 ? Op::kSinglePrefill : Op::kRaggedPrefill);
   a.dtype = dt;
+  a.kv_dtype = dt;
   a.batch = B;
   a.num_qo_heads = qo_heads;
   a.num_kv_heads = kv_heads;
@@ -203,18 +206,20 @@ dispatch::VariantKey key_of(const core::AttentionParams& a) {
   key.shape = dispatch::KernelShape::kPrefill;
   key.storage = a.kv_storage;
   key.dtype = a.dtype;
-  key.kv_dtype = a.dtype;  // as select.cpp's variant_for, until plans carry an fp8 KV dtype
+  key.kv_dtype = a.kv_dtype;
   key.head_dim = a.head_dim;
   key.needs_mask = core::needs_mask(a.causal, a.window_left, a.window_right);
   key.soft_cap = a.logits_soft_cap > 0.0f;
   return key;
 }
 
-void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int page_size, const std::vector<int>& qo,
-               const std::vector<int>& kv, bool causal, int window_in, float cap) {
+// kv_dt: the K/V dtype (dt, or an fp8 format on paged K/V).
+void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, DType kv_dt, int D, int page_size,
+               const std::vector<int>& qo, const std::vector<int>& kv, bool causal, int window_in, float cap) {
   const bool paged = page_size > 0;
   detail::Plan plan = problem_plan(dt, D, page_size, qo, kv, causal, window_in, cap);
   core::AttentionParams& a = plan.params;
+  a.kv_dtype = kv_dt;
   const int B = static_cast<int>(qo.size());
 
   const dispatch::VariantKey key = key_of(a);
@@ -245,7 +250,7 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
     if (g_ran.block_m != st.block_m || g_ran.block_n != st.block_n)
       why += " ran the " + std::to_string(g_ran.block_m) + "x" + std::to_string(g_ran.block_n) + " tile, planned " +
              std::to_string(st.block_m) + "x" + std::to_string(st.block_n);
-    if (k.dtype != dt || k.head_dim != D || k.paged != paged) why += " ran " + k.name();
+    if (k.dtype != dt || k.head_dim != D || k.paged != paged || k.fp8_kv != is_fp8(kv_dt)) why += " ran " + k.name();
     const bool planned_causal = st.kernel->mask == sm90::MaskKind::kCausal;
     if (ran_causal != planned_causal)
       why += std::string(" ran the ") + (ran_causal ? "causal-only" : "other") + " kernel, planned the " +
@@ -254,7 +259,8 @@ void check_one(Sweep& sw, const dispatch::Registry& reg, DType dt, int D, int pa
     if ((plan.variant.find("/causal") != std::string::npos) != planned_causal) why += " variant " + plan.variant;
     const bool masked = sm90::takes_runtime_mask_kernels(key.needs_mask, key.soft_cap);
     if (masked && k.mask == sm90::MaskKind::kKVLen) why += " a masked key ran a kernel without masks";
-    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != has_kvlen_kernel(D, k.wide))
+    // fp8 K/V has the runtime-mask rows only (kernel_list.h).
+    if (!masked && (k.mask == sm90::MaskKind::kKVLen) != (has_kvlen_kernel(D, k.wide) && !k.fp8_kv))
       why += " an unmasked key ran " + k.name();
     if (why.empty()) sw.reached.insert(k);
   }
@@ -298,8 +304,20 @@ const Sweep& sweep() {
                 kv.push_back(kv_mode == 0 ? q : kv_mode == 1 ? q + 57 : kv_mode == 2 ? std::max(1, q / 2) : q + 3000);
               for (bool causal : {false, true})
                 for (int window : {-1, 0, 100, 1500, 1 << 30})  // the last hides nothing: normalised away
-                  for (float cap : {0.0f, 5.0f}) check_one(sw, reg, dt, D, page_size, qo, kv, causal, window, cap);
+                  for (float cap : {0.0f, 5.0f})
+                    check_one(sw, reg, dt, dt, D, page_size, qo, kv, causal, window, cap);
             }
+    // fp8 K/V: paged only (gathered and power-of-two pages >= 64, which fp8 gathers too),
+    // both formats, a shorter list of requests.
+    for (DType dt : {DType::kF16, DType::kBF16})
+      for (DType kv_dt : {DType::kE4M3, DType::kE5M2})
+        for (int D : {64, 128, 256})
+          for (int page_size : {1, 16, 128})
+            for (std::size_t i = 0; i < qos.size(); i += 3)
+              for (bool causal : {false, true})
+                for (int window : {-1, 0, 1500})
+                  for (float cap : {0.0f, 5.0f})
+                    check_one(sw, reg, dt, kv_dt, D, page_size, qos[i], qos[i], causal, window, cap);
     return sw;
   }();
   return result;
@@ -324,6 +342,23 @@ TEST(Sm90Dispatch, EveryCompiledKernelRunsForSomeProblem) {
   EXPECT_GE(compiled.size(), 24u);
   for (const KernelId& k : compiled) EXPECT_TRUE(sw.reached.count(k)) << "never launched: " << k.name();
   for (const KernelId& k : sw.reached) EXPECT_TRUE(compiled.count(k)) << "launched but not expected: " << k.name();
+}
+
+// The K/V element is compiled in: make_kernel_params refuses an fp8 cache on a 16-bit kernel
+// and a 16-bit cache on an fp8 kernel (either would read the bytes as the other type).
+TEST(Sm90Dispatch, KernelsRefuseTheOtherKVElement) {
+  for (bool fp8_plan : {false, true}) {
+    detail::Plan plan = problem_plan(DType::kBF16, 128, 16, {100}, {300}, true, -1, 0.0f);
+    plan.params.kv_dtype = fp8_plan ? DType::kE4M3 : DType::kBF16;
+    plan.variant = "test";
+    detail::plan_sm90(plan, test_workspace());
+    const sm90::CompiledKernel* other =
+        sm90::find_kernel(DType::kBF16, 128, core::KVStorage::kPaged, false, sm90::MaskKind::kAny, !fp8_plan);
+    ASSERT_NE(other, nullptr);
+    g_ran = Ran{};
+    other->launch(plan.params);
+    EXPECT_NE(g_ran.refused.find("reached a kernel for"), std::string::npos) << g_ran.refused;
+  }
 }
 
 // A two-sided band (window_left and window_right, not causal) rides the runtime-mask
@@ -506,16 +541,21 @@ TEST(Sm90KernelTable, EveryRuleChoiceHasACompiledRow) {
                     in.num_qo_heads = heads;
                     in.num_sms = 132;
                     const bool paged = page_size > 0;
-                    const sm90::KernelChoice c = sm90::choose_kernel(in, D, paged, page_size, cap, max_splits);
-                    for (DType dt : {DType::kF16, DType::kBF16}) {
-                      ++checked;
-                      if (!sm90::find_kernel(dt, D, paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous,
-                                             c.wide, c.mask))
-                        missing.emplace(std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
-                                            (paged ? " paged" : " contiguous") + (c.wide ? " wide " : " narrow ") +
-                                            sm90::mask_kind_name(c.mask),
-                                        "rows " + std::to_string(rows) + " keys " + std::to_string(keys) +
-                                            " page " + std::to_string(page_size));
+                    for (bool fp8 : {false, true}) {  // fp8 K/V: paged only (capability table)
+                      if (fp8 && !paged) continue;
+                      in.fp8_kv = fp8;
+                      const sm90::KernelChoice c = sm90::choose_kernel(in, D, paged, page_size, cap, max_splits);
+                      for (DType dt : {DType::kF16, DType::kBF16}) {
+                        ++checked;
+                        if (!sm90::find_kernel(dt, D, paged ? core::KVStorage::kPaged : core::KVStorage::kContiguous,
+                                               c.wide, c.mask, fp8))
+                          missing.emplace(std::string(dt == DType::kF16 ? "f16" : "bf16") + " D=" +
+                                              std::to_string(D) + (paged ? " paged" : " contiguous") +
+                                              (c.wide ? " wide " : " narrow ") + sm90::mask_kind_name(c.mask) +
+                                              (fp8 ? " fp8 K/V" : ""),
+                                          "rows " + std::to_string(rows) + " keys " + std::to_string(keys) +
+                                              " page " + std::to_string(page_size));
+                      }
                     }
                   }
   EXPECT_GT(checked, 1000000);

@@ -245,6 +245,37 @@ TEST(Fp8Dispatch, KVDtypeColumnDrivesSelection) {
   EXPECT_THROW(select(p, Backend::kAuto, m, reg, table), Error);
 }
 
+// The shipped table on Hopper: sm90 reads fp8 K/V on paged prefill only (its producer
+// converts gathered pages); single and ragged prefill (TMA over contiguous K/V) refuse with
+// that reason, so auto takes sm80; sm90 has no decode. Every key the rows could want exists.
+TEST(Fp8Dispatch, Sm90ServesFp8OnPagedPrefillOnly) {
+  using namespace dispatch;
+  auto fake_launch = [](const core::AttentionParams&) {};
+  MachineInfo m;
+  m.cuda_devices = 1;
+  m.arch = 90;
+  for (DType kv : {DType::kE4M3, DType::kE5M2})
+    for (Op op : {Op::kSinglePrefill, Op::kRaggedPrefill, Op::kPagedPrefill, Op::kPagedDecode}) {
+      ProblemDesc p;
+      p.op = op;
+      p.device = Device::kCUDA;
+      p.dtype = DType::kBF16;
+      p.kv_dtype = kv;
+      p.head_dim = 128;
+      p.causal = true;
+      if (op == Op::kPagedPrefill || op == Op::kPagedDecode) p.page_size = 16;
+      Registry reg;
+      for (Backend be : {Backend::kSM80, Backend::kSM90}) reg.add(variant_for(p, be), fake_launch);
+      const Backend want = op == Op::kPagedPrefill ? Backend::kSM90 : Backend::kSM80;
+      EXPECT_EQ(select(p, Backend::kAuto, m, reg, capability_table()).backend, want)
+          << op_name(op) << " " << dtype_name(kv);
+      const Verdict v = check_backend(p, Backend::kSM90, m, reg, capability_table());
+      EXPECT_EQ(v.ok, op == Op::kPagedPrefill) << op_name(op) << ": " << v.reason;
+      if (op == Op::kSinglePrefill || op == Op::kRaggedPrefill)
+        EXPECT_NE(v.reason.find("contiguous K/V by TMA"), std::string::npos) << v.reason;
+    }
+}
+
 TEST(Fp8Dispatch, AKernelOnlyReceivesItsKVDtype) {
   dispatch::VariantKey key;
   key.backend = Backend::kSM80;

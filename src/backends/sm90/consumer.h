@@ -112,6 +112,28 @@ __device__ __forceinline__ void pingpong_pass(int slab) {
     ptx::named_arrive(kPingPongBarrier + (kRing == 2 ? 1 - slab : slab == kRing - 1 ? 0 : slab + 1), 256);
 }
 
+// The consumers' logit scales (kernel_params.h) and O's factor.
+struct Fp8Scales {
+  float scale_log2;
+  float softcap_pre;
+  float o_scale;
+};
+template <bool kFp8KV>
+__device__ __forceinline__ Fp8Scales fp8_scales(const KernelParams& p) {
+  Fp8Scales f{p.scale_log2, p.softcap_pre, 1.0f};
+  if constexpr (kFp8KV) {
+    if (p.k_scale_ptr != nullptr) {  // k_scale multiplies the logits before the soft cap
+      const float k_scale = *p.k_scale_ptr;
+      if (f.softcap_pre > 0.0f)
+        f.softcap_pre *= k_scale;
+      else
+        f.scale_log2 *= k_scale;
+    }
+    f.o_scale = p.v_scale_ptr != nullptr ? p.v_scale * *p.v_scale_ptr : p.v_scale;
+  }
+  return f;
+}
+
 template <class Traits, bool kPaged>
 __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid) {
   using namespace cute;
@@ -146,13 +168,20 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
   Tensor rP = make_tensor<Element>(tSrS.layout());
   Tensor tOrP = make_tensor(rP.data(), acc_as_operand_a(tSrS.layout()));  // ((2,2,2), 1, N/16)
 
+  // The logit scales and O's factor. fp8 K/V: a device k_scale / v_scale, read once per CTA
+  // here, joins the host's part (kernel_params.h); the other kernels read the parameters.
+  const Fp8Scales scales = fp8_scales<Traits::kFp8KV>(p);
+
   // The lazy reference (softmax.h) pays off only at D = 256 (findings F6).
   using Softmax = RowSoftmax<kRows, kHeadDim == 256>;
   Softmax softmax;
   typename Softmax::Final fin[kRows];  // the unit's row scales and LSEs
   auto finish_rows = [&] {  // every lane: quad shuffles
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) fin[r] = softmax.finish(r, p.scale_log2);
+    for (int r = 0; r < kRows; ++r) {
+      fin[r] = softmax.finish(r, scales.scale_log2);
+      if constexpr (Traits::kFp8KV) fin[r].scale *= scales.o_scale;  // v_scale: O only, not the LSE
+    }
   };
   const int slab = tid / 128;  // which 64 rows of the query tile this warpgroup owns
   RingPosition<Traits::kStages> ring;
@@ -217,9 +246,9 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
     if constexpr (Traits::kCustomMask && kBitsFirst) {
       if (custom) load_bits();
     }
-    if (Traits::kSoftCap && p.softcap_pre > 0.0f) {
+    if (Traits::kSoftCap && scales.softcap_pre > 0.0f) {
 #pragma unroll
-      for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * p.softcap_pre);
+      for (int i = 0; i < size(tSrS); ++i) tSrS(i) = tanh_accurate(tSrS(i) * scales.softcap_pre);
     }
     if (cls != core::TileClass::kFull) apply_mask(S, cS, spec, tile_row0, key0);
     if constexpr (Traits::kCustomMask) {
@@ -228,7 +257,7 @@ __device__ void consume(const KernelParams& p, SharedStorage<Traits>& s, int tid
         apply_mask_bits(S, bits);
       }
     }
-    return softmax.update(S, p.scale_log2, correction);  // whether O needs the rescale
+    return softmax.update(S, scales.scale_log2, correction);  // whether O needs the rescale
   };
   auto convert_p = [&] {
 #pragma unroll

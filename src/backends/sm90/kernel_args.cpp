@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "backends/sm80/fp8_bits.h"
 #include "backends/sm90/tensor_map.h"
 #include "backends/sm90/tile_shapes.h"
 #include "backends/sm90/trace.h"
@@ -12,6 +13,20 @@
 #include "flashband/error.h"
 
 namespace flashband::sm90 {
+
+namespace {
+
+// The power of two the fp8 conversion leaves in K and V for q's dtype (fp8_bits.h kScaleFold).
+float fp8_scale_fold(DType q, DType kv) {
+  using sm80::Fp8Bits;
+  if (kv == DType::kE4M3)
+    return q == DType::kF16 ? Fp8Bits<DType::kF16, DType::kE4M3>::kScaleFold
+                            : Fp8Bits<DType::kBF16, DType::kE4M3>::kScaleFold;
+  return q == DType::kF16 ? Fp8Bits<DType::kF16, DType::kE5M2>::kScaleFold
+                          : Fp8Bits<DType::kBF16, DType::kE5M2>::kScaleFold;
+}
+
+}  // namespace
 
 const PlanState& plan_state(const core::AttentionParams& a) {
   if (!a.work) throw Error(ErrorCode::kInternal, "sm90: launch without an sm90 plan (params.work is null)");
@@ -39,7 +54,13 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
     throw Error(ErrorCode::kInternal, "sm90: a problem with a window or without causal reached the causal-only kernel");
   if (a.logits_soft_cap > 0.0f && !compiles_soft_cap(shape.mask))
     throw Error(ErrorCode::kInternal, "sm90: a soft-capped problem reached a kernel compiled without the soft cap");
-  if (shape.paged && shape.gather_only && pages_by_tma(a.page_size))
+  // The K/V element a kernel reads is compiled in: an fp8 cache on a 16-bit kernel (or the
+  // reverse) would be read as the wrong type.
+  if (shape.fp8_kv != is_fp8(a.kv_dtype))
+    throw Error(ErrorCode::kInternal, std::string("sm90: K/V of dtype ") + dtype_name(a.kv_dtype) +
+                                          " reached a kernel " +
+                                          (shape.fp8_kv ? "for fp8 K/V" : "for K/V in q's dtype"));
+  if (shape.paged && shape.gather_only && !shape.fp8_kv && pages_by_tma(a.page_size))
     throw Error(ErrorCode::kInternal, "sm90: pages of " + std::to_string(a.page_size) +
                                           " (TMA pages) reached a kernel that only gathers pages");
   p.num_qo_heads = a.num_qo_heads;
@@ -121,7 +142,7 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
                                                  "multiple of 8, as the sm80 backend does; the cpu backend takes "
                                                  "any stride");
   }
-  if (shape.paged && pages_by_tma(a.page_size)) {
+  if (shape.paged && !shape.gather_only && pages_by_tma(a.page_size)) {
     // Boxes never straddle pages: a page holds whole tiles, or a tile whole pages.
     p.paged_tma_rows = std::min(a.page_size, shape.block_n);
     p.tma_k = make_paged_map({a.k, a.dtype, a.k_num_pages, a.page_size, a.num_kv_heads, a.head_dim, a.k_stride_page,
@@ -143,12 +164,23 @@ KernelParams make_kernel_params(const core::AttentionParams& a, const PlanState&
   p.causal = a.causal;
   p.window_left = a.window_left;
   p.window_right = a.window_right;
+  // fp8 K: logits are (q . k8) * k_scale * sm_scale, k8 as converted (times 2^-gap for fp16
+  // q: fp8_bits.h), so k_scale and the fold join sm_scale; a device k_scale joins in the kernel.
+  float logit_scale = a.sm_scale;
+  if (shape.fp8_kv) {
+    const float fold = fp8_scale_fold(a.dtype, a.kv_dtype);
+    logit_scale *= (a.k_scale_ptr != nullptr ? 1.0f : a.k_scale) * fold;
+    p.kv_e5m2 = a.kv_dtype == DType::kE5M2;
+    p.k_scale_ptr = a.k_scale_ptr;
+    p.v_scale_ptr = a.v_scale_ptr;
+    p.v_scale = (a.v_scale_ptr != nullptr ? 1.0f : a.v_scale) * fold;
+  }
   if (a.logits_soft_cap > 0.0f) {
-    p.softcap_pre = a.sm_scale / a.logits_soft_cap;
+    p.softcap_pre = logit_scale / a.logits_soft_cap;
     p.scale_log2 = a.logits_soft_cap * core::kLog2e;
   } else {
     p.softcap_pre = 0.0f;
-    p.scale_log2 = a.sm_scale * core::kLog2e;
+    p.scale_log2 = logit_scale * core::kLog2e;
   }
 
   p.num_splits = st.num_splits;

@@ -13,7 +13,8 @@ struct LaunchShape {
   int block_n = 0;
   bool paged = false;
   MaskKind mask = MaskKind::kAny;  // what the kernel masks; it refuses problems it cannot
-  bool gather_only = false;        // paged kernels with no TMA page path (kWidePagedGatherOnly)
+  bool gather_only = false;        // paged kernels with no TMA page path (kWidePagedGatherOnly, fp8 K/V)
+  bool fp8_kv = false;             // K/V in e4m3 / e5m2, converted by the paged gather
 };
 
 // The plan state behind params.work; throws Error(kInternal) when plan_sm90 did not run.

@@ -72,6 +72,16 @@ struct KernelParams {
   float scale_log2 = 0.0f;
   float softcap_pre = 0.0f;  // 0: no soft cap
 
+  // fp8 K/V (kFp8KV kernels; SPEC.md "Quantized KV"): kv_e5m2 picks the format the producer
+  // decodes (else e4m3). A float k_scale is in scale_log2 / softcap_pre already; a device
+  // k_scale_ptr is read once per CTA by the consumers and multiplied in there. O is
+  // multiplied by v_scale (the float scale, or 1 where v_scale_ptr is given), times
+  // *v_scale_ptr. Both carry the conversion's folded power of two (fp8_bits.h kScaleFold).
+  bool kv_e5m2 = false;
+  const float* k_scale_ptr = nullptr;
+  const float* v_scale_ptr = nullptr;
+  float v_scale = 1.0f;
+
   // Split-KV partial states (items with split >= 0):
   // partial_o [tokens, num_splits, Hq, D] float32, partial_lse [tokens, num_splits, Hq].
   float* partial_o = nullptr;

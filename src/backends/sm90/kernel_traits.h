@@ -8,6 +8,9 @@
 // check it against the CuTe layouts, so the TMA / cp.async producers and the wgmma
 // consumers provably agree.
 #pragma once
+#include <cstdint>
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 #include <cute/atom/mma_atom.hpp>
 #include <cute/arch/mma_sm90.hpp>
@@ -27,9 +30,14 @@ __host__ __device__ constexpr int swizzled_offset(int row, int col, int rows) {
 // kMask_: the masks the kernel computes (tile_shapes.h MaskKind). Without causal / window
 // masks (kKVLen: the kernel_list.h rows of mask kind kvlen) it serves
 // problems whose only partial tile is at kv_len's end.
-template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny>
+// kFp8KV_: K/V are one-byte e4m3 / e5m2 in global memory (paged only); the producer converts
+// them to Element on the way into the same stage buffers (producer.h), so the consumers
+// read what they read for 16-bit K/V and apply k_scale / v_scale (findings F44).
+template <class Element_, int kHeadDim_, bool kWide_ = false, MaskKind kMask_ = MaskKind::kAny, bool kFp8KV_ = false>
 struct KernelTraits {
   using Element = Element_;
+  static constexpr bool kFp8KV = kFp8KV_;
+  using KVElement = std::conditional_t<kFp8KV, uint8_t, Element>;  // K/V in global memory
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kWide = kWide_;
   using Config = TileConfig<kHeadDim, kWide>;

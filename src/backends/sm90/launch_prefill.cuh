@@ -1,4 +1,4 @@
-// launch_prefill<DType, D, kPaged, kWide, kMask>: the launch function of one compiled kernel
+// launch_prefill<DType, D, kPaged, kWide, kMask, kFp8KV>: the launch function of one compiled kernel
 // (its compiled_kernels.h row). No allocation and no host synchronisation: tensor maps are
 // encoded on the host (a pure function of pointers and strides), the grid is one CTA per
 // multiprocessor at most. Each generated kernels/*.cu file instantiates one of these.
@@ -19,15 +19,16 @@ namespace flashband::sm90 {
 template <DType kDType>
 using ElementOf = std::conditional_t<kDType == DType::kF16, cute::half_t, cute::bfloat16_t>;
 
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide, MaskKind kMask, bool kFp8KV>
 void launch_prefill(const core::AttentionParams& a) {
   static_assert(kDType == DType::kF16 || kDType == DType::kBF16);
   static_assert(!(kWide && kPaged) || kWidePaged<kHeadDim>,
                 "this head dim's wide tile is for contiguous K/V only (tile_shapes.h kWidePaged)");
-  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask>;
+  static_assert(!kFp8KV || kPaged, "fp8 K/V is converted by the paged gather only (producer.h)");
+  using Traits = KernelTraits<ElementOf<kDType>, kHeadDim, kWide, kMask, kFp8KV>;
   const PlanState& st = plan_state(a);
   const KernelParams p = make_kernel_params(
-      a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask, kPagedGatherOnly<kHeadDim, kWide>});
+      a, st, {Traits::kBlockM, Traits::kBlockN, kPaged, kMask, SharedStorage<Traits>::kGatherOnly, kFp8KV});
   if (p.num_units == 0) return;
 
   constexpr int kSmem = shared_storage_bytes<Traits>();
@@ -45,5 +46,6 @@ void launch_prefill(const core::AttentionParams& a) {
 
 // One explicit instantiation per generated kernels/*.cu file, whose one line is its
 // kernel_list.h row.
-#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK) \
-  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK)(const flashband::core::AttentionParams&);
+#define FLASHBAND_SM90_KERNEL(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)           \
+  template void FLASHBAND_SM90_LAUNCH_OF(DTYPE, HEAD_DIM, STORAGE, TILE, MASK, KV)( \
+      const flashband::core::AttentionParams&);

@@ -106,6 +106,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   in.num_qo_heads = H;
   in.num_sms = num_sms;
   in.custom_mask = plan.opts.custom_mask;
+  in.fp8_kv = is_fp8(a.kv_dtype);
 
   const WorkspaceRegions regions(workspace);
   const bool have_workspace = !regions.empty();
@@ -117,7 +118,8 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   if (tile.block_m == 0)
     throw Error(ErrorCode::kUnsupported, "backend 'sm90' does not support head_dim " + std::to_string(a.head_dim) +
                                              " (supports 64, 128, 256)");
-  const sm90::CompiledKernel* kernel = sm90::find_kernel(a.dtype, a.head_dim, a.kv_storage, choice.wide, choice.mask);
+  const sm90::CompiledKernel* kernel =
+      sm90::find_kernel(a.dtype, a.head_dim, a.kv_storage, choice.wide, choice.mask, in.fp8_kv);
   if (kernel == nullptr)
     throw Error(ErrorCode::kInternal, "sm90: the tile rule chose a kernel this build does not compile (" +
                                           plan.variant + ", " + (choice.wide ? "wide" : "narrow") + " tile, mask kind " +
@@ -132,6 +134,7 @@ void plan_sm90(Plan& plan, const Workspace& workspace) {
   state->mask_bytes = plan.mask_indptr.empty() ? 0 : plan.mask_indptr.back();
   plan.variant += "/tile" + std::to_string(tile.block_m) + "x" + std::to_string(tile.block_n);
   if (kernel->mask == sm90::MaskKind::kCausal) plan.variant += "/causal";
+  if (kernel->fp8_kv) plan.variant += "/fp8kv";
 
   in.block_m = tile.block_m;
   in.block_n = tile.block_n;

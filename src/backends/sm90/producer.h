@@ -6,8 +6,11 @@
 //   or gather rows with 16-byte cp.async (any page size, zero-filling rows at and past
 //   kv_len) and signal completion with cp.async.mbarrier.arrive. Q still uses TMA. It is
 //   instantiated twice (kTmaPages), so a launch whose pages are gathered runs code with no
-//   TMA path in it.
+//   TMA path in it. fp8 K/V (Traits::kFp8KV) is gathered through registers instead: 8-byte
+//   loads, converted to q's type, stored where the cp.async would have landed
+//   (gather_tile_fp8).
 #pragma once
+#include "backends/sm90/fp8_chunk.h"
 #include "backends/sm90/kernel_params.h"
 #include "backends/sm90/kernel_traits.h"
 #include "backends/sm90/ptx.h"
@@ -131,7 +134,7 @@ __device__ __forceinline__ int lookup_page(const KernelParams& p, const WorkItem
 // zero fill (gather_tile's kTail).
 template <class Traits>
 __device__ __forceinline__ ulonglong2 row_addresses(const KernelParams& p, int page, int n, int row, int kv_head) {
-  using Element = typename Traits::Element;
+  using Element = typename Traits::KVElement;  // strides count K/V elements (one byte for fp8)
   if (page < 0) return make_ulonglong2(0, 0);
   const int token = n * Traits::kBlockN + row;
   const int64_t slot = p.page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size;
@@ -180,6 +183,24 @@ constexpr bool gather_dst_is_swizzled_for_all_tiles() {
 static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzled_for_all_tiles<4>() &&
               gather_dst_is_swizzled_for_all_tiles<8>());
 
+// How the 128 producer threads split a tile's rows (gather_tile, gather_tile_fp8): kThreadsPerRow
+// threads a row, kRowsPerPass rows a pass, kCopies 8-column chunks per thread and row.
+template <class Traits>
+struct GatherShape {
+  static constexpr int kThreadsPerRow = kGatherThreadsPerRow<Traits::kBlockN>;
+  static constexpr int kRowsPerPass = 128 / kThreadsPerRow;
+  static constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
+  static constexpr int kPasses = (Traits::kBlockN + kRowsPerPass - 1) / kRowsPerPass;
+  // A warp's rows in a pass are 32 / kThreadsPerRow consecutive ones: a partial last pass
+  // leaves whole warps out when the tile's rows are a multiple of that.
+  static_assert(kRowsPerPass % 8 == 0 && Traits::kBlockN % (32 / kThreadsPerRow) == 0,
+                "row % 8 is the same every pass; a partial pass is warp-uniform");
+  // Whether `row` of the last pass is past the tile (warp-uniform).
+  __device__ __forceinline__ static bool past_tile(int pass, int row) {
+    return Traits::kBlockN % kRowsPerPass != 0 && pass == kPasses - 1 && row >= Traits::kBlockN;
+  }
+};
+
 // Copies one KV tile of one head from its pages into a swizzled stage buffer, 16 bytes per
 // cp.async. `addresses` is the shared address of the K or V column of the row table.
 // kTail (the tile holding kv_len's end): rows without a page (address 0) become zeros by a
@@ -190,21 +211,15 @@ static_assert(gather_dst_is_swizzled_for_all_tiles<2>() && gather_dst_is_swizzle
 template <class Traits, bool kTail>
 __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fallback, typename Traits::Element* tile,
                                            int tid) {
-  constexpr int kThreadsPerRow = kGatherThreadsPerRow<Traits::kBlockN>;
-  constexpr int kRowsPerPass = 128 / kThreadsPerRow;
-  constexpr int kCopies = Traits::kHeadDim / Traits::kChunkCols / kThreadsPerRow;  // per row
+  using G = GatherShape<Traits>;
+  constexpr int kThreadsPerRow = G::kThreadsPerRow, kRowsPerPass = G::kRowsPerPass, kCopies = G::kCopies;
   constexpr int kChunkBytes = Traits::kChunkCols * sizeof(typename Traits::Element);
-  constexpr int kPasses = (Traits::kBlockN + kRowsPerPass - 1) / kRowsPerPass;
-  // A warp's rows in a pass are 32 / kThreadsPerRow consecutive ones: a partial last pass
-  // leaves whole warps out when the tile's rows are a multiple of that.
-  static_assert(kRowsPerPass % 8 == 0 && Traits::kBlockN % (32 / kThreadsPerRow) == 0,
-                "row % 8 is the same every pass; a partial pass is warp-uniform");
   const int part = tid % kThreadsPerRow;
   const int row0 = tid / kThreadsPerRow;
 #pragma unroll
-  for (int pass = 0; pass < kPasses; ++pass) {
+  for (int pass = 0; pass < G::kPasses; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
-    if (Traits::kBlockN % kRowsPerPass != 0 && pass == kPasses - 1 && row >= Traits::kBlockN) break;
+    if (G::past_tile(pass, row)) break;
     const uint64_t address = ptx::ld_shared_u64(addresses + row * sizeof(ulonglong2));
     const bool valid = !kTail || address != 0;
     const char* src = (valid ? reinterpret_cast<const char*>(address) : static_cast<const char*>(fallback)) +
@@ -216,6 +231,74 @@ __device__ __forceinline__ void gather_tile(uint32_t addresses, const void* fall
         ptx::cp_async_16_evict_last(dst, src + j * kThreadsPerRow * kChunkBytes, valid ? 16u : 0u);
       else
         ptx::cp_async_16_evict_last(dst, src + j * kThreadsPerRow * kChunkBytes);
+    }
+  }
+}
+
+// fp8 K/V: gather_tile's rows, parts and destinations, but each 16-byte chunk of q's type
+// comes from 8 fp8 bytes loaded into registers, converted (fp8_chunk.h) and stored with
+// st.shared. The producer waits for these loads itself (a cp.async does not hold a
+// register), so it issues a batch of them before the first conversion: a batch costs one
+// memory latency, not one per chunk. Rows without a page (kTail, address 0) are not read
+// and store zeros, as the cp.async zero fill does. e5m2 (else e4m3) is uniform over the
+// launch: a branch per batch, not an instantiation per format (one per format spilled more
+// at D = 256: 152 / 516 bytes).
+// Loads a batch, per thread: 4 (8 registers): two passes at D = 64, one at D = 128, half
+// of one at D = 256. ptxas, bytes of spill stores / loads: 8 a batch spilled 128 / 128 at
+// D = 64 (f16) and 28 / 304 at D = 128 (bf16); D = 256's 24-register producer (bf16)
+// 164 / 400 with 8, 188 / 700 with 2, 64 / 288 with 4, its 16-bit twin 60 / 64.
+constexpr int kFp8LoadsInFlight = 4;
+template <class Traits, bool kTail>
+__device__ __forceinline__ void gather_tile_fp8(uint32_t addresses, typename Traits::Element* tile, int tid,
+                                               bool e5m2) {
+  constexpr DType kQ = cute::is_same_v<typename Traits::Element, cute::half_t> ? DType::kF16 : DType::kBF16;
+  using G = GatherShape<Traits>;
+  constexpr int kThreadsPerRow = G::kThreadsPerRow, kRowsPerPass = G::kRowsPerPass, kCopies = G::kCopies;
+  constexpr int kCodeBytes = Traits::kChunkCols;  // fp8 bytes per chunk
+  static_assert(Traits::kBlockN % kRowsPerPass == 0, "fp8 rows are narrow tiles: whole passes only");
+  // A batch of kFp8LoadsInFlight loads: kBatchPasses whole passes, or kBatchCopies of one.
+  constexpr int kLoads = kFp8LoadsInFlight;
+  constexpr int kBatchCopies = kCopies < kLoads ? kCopies : kLoads;
+  constexpr int kBatchPasses = kCopies < kLoads ? kLoads / kCopies : 1;
+  static_assert(kCopies % kBatchCopies == 0 && G::kPasses % kBatchPasses == 0);
+  const int part = tid % kThreadsPerRow;
+  const int row0 = tid / kThreadsPerRow;
+  const uint32_t tile_addr = ptx::smem_addr(tile);
+#pragma unroll
+  for (int pass0 = 0; pass0 < G::kPasses; pass0 += kBatchPasses) {
+    uint64_t address[kBatchPasses];  // of the batch's rows
+#pragma unroll
+    for (int b = 0; b < kBatchPasses; ++b)
+      address[b] = ptx::ld_shared_u64(addresses + (row0 + (pass0 + b) * kRowsPerPass) * sizeof(ulonglong2));
+#pragma unroll
+    for (int j0 = 0; j0 < kCopies; j0 += kBatchCopies) {
+      uint2 codes[kBatchPasses][kBatchCopies];
+#pragma unroll
+      for (int b = 0; b < kBatchPasses; ++b) {
+        const char* src = reinterpret_cast<const char*>(address[b]) + part * kCodeBytes;
+        if (!kTail || address[b] != 0) {
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j)
+            codes[b][j] = ptx::ld_global_nc_v2_evict_last(src + (j0 + j) * kThreadsPerRow * kCodeBytes);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j) codes[b][j] = make_uint2(0u, 0u);  // +0 in both formats
+        }
+      }
+      auto store = [&](auto format) {
+#pragma unroll
+        for (int b = 0; b < kBatchPasses; ++b)
+#pragma unroll
+          for (int j = 0; j < kBatchCopies; ++j)
+            ptx::st_shared_v4(tile_addr + sizeof(typename Traits::Element) *
+                                              gather_dst<kThreadsPerRow>(row0 + (pass0 + b) * kRowsPerPass, part,
+                                                                         j0 + j, Traits::kBlockN),
+                              to_q_chunk<kQ, decltype(format)::value>(codes[b][j]));
+      };
+      if (e5m2)
+        store(std::integral_constant<DType, DType::kE5M2>{});
+      else
+        store(std::integral_constant<DType, DType::kE4M3>{});
     }
   }
 }
@@ -307,6 +390,18 @@ __device__ void produce_paged(const KernelParams& p, SharedStorage<Traits>& s, i
       }
     }
     const uint32_t addresses = ptx::smem_addr(s.kv_rows[b]) + (v_side ? sizeof(uint64_t) : 0);
+    if constexpr (Traits::kFp8KV) {
+      if (full_tile)
+        gather_tile_fp8<Traits, false>(addresses, tile, tid, p.kv_e5m2);
+      else
+        gather_tile_fp8<Traits, true>(addresses, tile, tid, p.kv_e5m2);
+      // st.shared writes through the generic proxy and wgmma reads through the async one:
+      // this thread's stores are fenced before its arrival (the consumers fence too after
+      // their wait, for the cp.async path).
+      ptx::fence_proxy_async_smem();
+      ptx::mbar_arrive(full);
+      return;
+    }
     if (full_tile)
       gather_tile<Traits, false>(addresses, nullptr, tile, tid);
     else

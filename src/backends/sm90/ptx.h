@@ -120,6 +120,24 @@ __device__ __forceinline__ void cp_async_16_evict_last(void* smem, const void* g
                : "memory");
 }
 
+// ---- register loads and stores (fp8 K/V: producer.h gather_tile_fp8) ----------------------
+
+// 8 bytes from global memory through the read-only path, with the L2 evict-last hint of the
+// cp.async gathers (paged K/V rows are re-read by every query tile).
+__device__ __forceinline__ uint2 ld_global_nc_v2_evict_last(const void* gmem) {
+  uint2 v;
+  asm volatile("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(gmem), "l"(kEvictLast));
+  return v;
+}
+
+// 16 bytes to a shared-memory address.
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // Orders this thread's generic-proxy shared-memory writes (cp.async, st.shared) before
 // later async-proxy reads (wgmma, TMA store) that a barrier makes dependent on them.
 __device__ __forceinline__ void fence_proxy_async_smem() {

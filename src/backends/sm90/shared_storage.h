@@ -38,7 +38,8 @@ struct SharedStorage {
   // take 224 KB). Wide kernels of head dims that never run paged K/V (kWidePaged: none
   // today) keep one row; the others' contiguous wide kernels carry the tables unused (one
   // CTA per SM either way: D = 128's 176-key kernel 214016 -> 222208 bytes).
-  static constexpr bool kGatherOnly = kPagedGatherOnly<Traits::kHeadDim, Traits::kWide>;
+  // fp8 K/V is gathered only: a TMA box would land fp8 bytes where wgmma reads 16-bit ones.
+  static constexpr bool kGatherOnly = kPagedGatherOnly<Traits::kHeadDim, Traits::kWide> || Traits::kFp8KV;
   static constexpr int kTileBytes =
       (Traits::kQStages * Traits::kQElems + 2 * Traits::kStages * Traits::kTileElems) * sizeof(Element);
   // 1 KB for the barriers and the one-row page table of a gather-only kernel.

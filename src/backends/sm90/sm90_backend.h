@@ -52,10 +52,11 @@ struct PlanState {
   std::vector<int64_t> host_mask_offsets;
 };
 
-// The launch of one compiled kernel (dtype x head dim x storage x tile x mask kind), the
+// The launch of one compiled kernel (dtype x head dim x storage x tile x mask kind x K/V element), the
 // launch column of its compiled_kernels.h row; each is explicitly instantiated in the
 // kernels/*.cu file CMake generates for its kernel_list.h row.
-template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny>
+template <DType kDType, int kHeadDim, bool kPaged, bool kWide = false, MaskKind kMask = MaskKind::kAny,
+          bool kFp8KV = false>
 void launch_prefill(const core::AttentionParams& params);
 
 }  // namespace flashband::sm90

@@ -38,6 +38,9 @@ KernelChoice choose_kernel(const WorkListInput& in, int head_dim, bool paged, in
   // A custom mask is one more runtime mask: only the kAny kernels read its bits.
   const bool masked = takes_runtime_mask_kernels(
       core::needs_mask(in.causal, in.window_left, in.window_right) || in.custom_mask, soft_cap);
+  // fp8 K/V: one kernel per dtype and head dim (narrow, runtime mask: every mask and the
+  // soft cap), whose pages are always gathered, to keep the kernel count small.
+  if (in.fp8_kv) return KernelChoice{false, MaskKind::kAny};
   const bool tma_pages = paged && pages_by_tma(page_size);
   KernelChoice c;
   c.wide = plan_wide_tiles(in, head_dim, masked, paged, tma_pages, max_splits);

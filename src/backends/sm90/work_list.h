@@ -48,6 +48,9 @@ struct WorkListInput {
   // A packed custom mask (read by the tile rule alone, which keeps it on the narrow tiles'
   // runtime-mask kernels: tile_shapes.h compiles_custom_mask).
   bool custom_mask = false;
+  // fp8 K/V (e4m3 / e5m2): only the paged narrow runtime-mask tiles have fp8 rows
+  // (kernel_list.h), so the tile rule picks those (tile_rule.cpp choose_kernel).
+  bool fp8_kv = false;
   int block_m = 0;
   int block_n = 0;
   int num_splits = 1;  // 1: items write O directly
