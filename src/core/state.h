@@ -61,15 +61,17 @@ struct SoftmaxState {
 FB_HD float sink_log2(const float* sinks, int h) { return sinks ? sinks[h] * kLog2e : neg_inf(); }
 
 // Weights for merging two normalised partial results with base-2 LSEs s_a, s_b:
-// o = w_a * o_a + w_b * o_b, lse = merged. Both empty -> weights 0 and lse -inf.
+// o = w_a * o_a + w_b * o_b, lse = merged. Both empty -> weights 0 and lse -inf. A NaN LSE
+// (a row that met NaN or +inf in K) merges to NaN weights and LSE, also beside an empty state
+// (no sink, or an empty split): the empty test looks at both, as max(NaN, -inf) is -inf.
 struct MergeWeights {
   float w_a;
   float w_b;
   float lse;
 };
 FB_HD MergeWeights merge_weights(float s_a, float s_b) {
+  if (s_a == neg_inf() && s_b == neg_inf()) return {0.0f, 0.0f, neg_inf()};
   const float m = s_a > s_b ? s_a : s_b;
-  if (m == neg_inf()) return {0.0f, 0.0f, neg_inf()};
   const float e_a = fb_exp2(s_a - m);  // s_a == -inf -> 0
   const float e_b = fb_exp2(s_b - m);
   const float sum = e_a + e_b;

@@ -22,6 +22,7 @@
 #include "case_steps.h"
 #include "fp8_grid.h"
 #include "gpu_backends.h"
+#include "non_finite.h"
 
 namespace flashband::testing {
 namespace {
@@ -148,25 +149,8 @@ TEST(Sm90Fp8KVNonFinite, RowsThatSeeItAndOnlyThose) {
         c.num_kv_heads = kHk;
         c.layout = KVLayout::kNHD;
         FB_SKIP_UNSUPPORTED(c, true);
-        std::vector<RequestData> data = make_case_data(c);
-        const ApiOutputs clean = run_api(c, data);
-        const int key = in_k ? kKey : 0;
-        (in_k ? data[0].k : data[0].v)[(static_cast<size_t>(key) * kHk + 0) * kD + kDim] =
-            std::numeric_limits<double>::quiet_NaN();  // stored as the format's NaN code
-        const ApiOutputs got = run_api(c, data);
-        int wrong = 0;
-        for (int i = 0; i < kQo; ++i)
-          for (int h = 0; h < kHq; ++h)
-            for (int d = 0; d < kD; ++d) {
-              const size_t at = (static_cast<size_t>(i) * kHq + h) * kD + d;
-              const bool group0 = h < kHq / kHk;
-              const bool nan_expected = group0 && (in_k ? i + (kKv - kQo) >= kKey : d == kDim);
-              const bool ok = nan_expected ? std::isnan(got.out[at]) : got.out[at] == clean.out[at];
-              if (!ok && ++wrong <= 5)
-                ADD_FAILURE() << c.name() << (in_k ? " K" : " V") << " NaN: row " << i << " head " << h << " dim "
-                              << d << " got " << got.out[at] << ", clean run " << clean.out[at];
-            }
-        EXPECT_EQ(wrong, 0) << c.name();
+        const NonFiniteCheck r = check_one_nan(c, in_k, in_k ? kKey : 0, kDim);
+        EXPECT_EQ(r.wrong, 0) << c.name() << (in_k ? " K" : " V") << " NaN:" << r.first;
       }
 }
 

@@ -87,7 +87,18 @@ TEST(SoftmaxState, NonFiniteLogitsGiveNaNNotEmpty) {
     EXPECT_TRUE(std::isnan(merge_weights(1.5f, st.lse()).lse)) << bad;
     EXPECT_NE(merge_weights(1.5f, st.lse()).w_b, 0.0f) << bad;
     EXPECT_NE(merge_weights(st.lse(), 1.5f).w_a, 0.0f) << bad;
+    // Beside an empty state (an empty split, or the absent sink every epilogue folds in),
+    // in either order: NaN, not the empty state's weight 0 and LSE -inf.
+    EXPECT_TRUE(std::isnan(merge_weights(st.lse(), kNegInf).lse)) << bad;
+    EXPECT_TRUE(std::isnan(merge_weights(kNegInf, st.lse()).lse)) << bad;
+    EXPECT_TRUE(std::isnan(merge_weights(st.lse(), kNegInf).w_a)) << bad;
+    float scale = st.output_scale(), lse = st.lse();
+    fold_sink(kNegInf, scale, lse);
+    EXPECT_TRUE(std::isnan(scale) && std::isnan(lse)) << bad;
   }
+  // Two empty states stay empty.
+  EXPECT_EQ(merge_weights(kNegInf, kNegInf).lse, kNegInf);
+  EXPECT_EQ(merge_weights(kNegInf, kNegInf).w_a, 0.0f);
 }
 
 TEST(SoftmaxState, MaskedLogitsWeighZeroOnceStarted) {

@@ -132,8 +132,10 @@ struct RowSoftmax {
   // both warpgroups issue at once.
   __device__ __forceinline__ Final finish(int r, float scale_log2) const {
     const float total = quad_sum(row_sum[r]);
-    if (total > 0.0f) return {ptx::rcp(total), row_max[r] * scale_log2 + ptx::lg2(total)};
-    return {0.0f, core::neg_inf()};
+    // Only a zero sum is the empty row: a NaN one (NaN or +inf in K) stays NaN in O and the
+    // LSE, as core/state.h's (rcp and lg2 return NaN for NaN), so a split never hides it.
+    if (total == 0.0f) return {0.0f, core::neg_inf()};
+    return {ptx::rcp(total), row_max[r] * scale_log2 + ptx::lg2(total)};
   }
 };
 
