@@ -186,7 +186,7 @@ void run_item(const core::AttentionParams& p, const WorkItem& w, const LogitTran
     if (rescale != 1.0f) scale_row(acc, D, rescale);
     float sum = 0.0f;
     for (int j = j0; j < j1; ++j) {
-      s[j] = core::fb_exp2(s[j] - st.m);
+      s[j] = st.weight(s[j]);  // a -inf logit (K = -inf) weighs 0 even while the max is -inf
       sum += s[j];  // the row sum is of the unquantized weights (SPEC.md)
       if (quantize_p) s[j] = quantize_probability(s[j]);
     }
